@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Block-layer CO-RE helpers: one binary for kernels with rq->rq_disk (< 5.17) and rq->q->disk. */
+#ifndef IOSTACK_BLK_BPF_H
+#define IOSTACK_BLK_BPF_H
+
+/* The field as it was before it moved to the request queue. */
+struct request___with_rq_disk {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+/* Kernel-internal dev_t (major << 20 | minor), as user space computes it from sysfs. */
+#define IOSTACK_MKDEV(ma, mi) (((__u32)(ma) << 20) | (__u32)(mi))
+
+static __always_inline struct gendisk *rq_gendisk(struct request *rq)
+{
+	struct request___with_rq_disk *old = (void *)rq;
+
+	if (bpf_core_field_exists(old->rq_disk))
+		return BPF_CORE_READ(old, rq_disk);
+	return BPF_CORE_READ(rq, q, disk);
+}
+
+static __always_inline __u32 rq_dev(struct request *rq)
+{
+	struct gendisk *disk = rq_gendisk(rq);
+
+	if (!disk)
+		return 0;
+	return IOSTACK_MKDEV(BPF_CORE_READ(disk, major), BPF_CORE_READ(disk, first_minor));
+}
+
+/* block_rq_insert/issue lost their request_queue argument in 5.11 (a54895fa, also backported to
+ * 5.10.137). User space reads the arity from BTF and sets this; the untaken branch is pruned by
+ * the verifier, so a two-argument read never reaches a one-argument kernel. */
+const volatile bool rq_tp_single_arg = true;
+
+static __always_inline struct request *rq_tp_request(__u64 *args)
+{
+	if (rq_tp_single_arg)
+		return (struct request *)args[0];
+	return (struct request *)args[1];
+}
+
+#endif

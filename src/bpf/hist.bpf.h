@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* In-kernel half of the latency histogram: one map lookup per event, then plain adds. */
+#ifndef IOSTACK_HIST_BPF_H
+#define IOSTACK_HIST_BPF_H
+
+#include "hist.h"
+
+/* Set by user space: divides nanoseconds into the display unit of the log2 slots. */
+const volatile __u64 unit_ns = 1000;
+
+/* Double buffering: programs write into generation (hist_gen & 1); user space flips it at each
+ * interval and drains the other half, so a report never races with the writers. */
+volatile __u32 hist_gen;
+
+/* Drop counters, read by user space from .bss. */
+__u64 drops[DROP_MAX];
+
+/* A zeroed value to create histogram entries from (too big for the BPF stack). */
+const struct hist zero_hist;
+
+static __always_inline void count_drop(enum drop_reason why)
+{
+	if (why < DROP_MAX)
+		__sync_fetch_and_add(&drops[why], 1);
+}
+
+/* floor(log2(v)), 0 for v <= 1 */
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r;
+}
+
+/* Index of the log-linear bucket holding v (see hist.h); mirrored by fine_bucket_bounds() in
+ * src/common/hist.rs. */
+static __always_inline __u32 fine_bucket(__u64 v)
+{
+	__u32 h, idx;
+
+	if (v < (1 << HIST_SUB_BITS))
+		return v;
+	h = log2_u64(v);
+	idx = ((h - HIST_SUB_BITS + 1) << HIST_SUB_BITS) +
+	      ((v >> (h - HIST_SUB_BITS)) & ((1 << HIST_SUB_BITS) - 1));
+	return idx < HIST_FINE_BUCKETS ? idx : HIST_FINE_BUCKETS - 1;
+}
+
+/* Find or create the histogram for key in a per-CPU hash map. */
+static __always_inline struct hist *hist_get(void *map, const void *key)
+{
+	struct hist *h = bpf_map_lookup_elem(map, key);
+
+	if (h)
+		return h;
+	bpf_map_update_elem(map, key, &zero_hist, BPF_NOEXIST);
+	h = bpf_map_lookup_elem(map, key);
+	if (!h)
+		count_drop(DROP_HIST_FULL);
+	return h;
+}
+
+/* Values are per CPU, but a completion in IRQ context can interrupt one in task context on the
+ * same CPU, so counters use atomic adds (uncontended, hence cheap). max is best effort. */
+static __always_inline void hist_record(struct hist *h, __u64 delta_ns)
+{
+	__u32 slot = log2_u64(delta_ns / unit_ns);
+	__u32 fine = fine_bucket(delta_ns);
+
+	if (slot >= HIST_LOG2_SLOTS)
+		slot = HIST_LOG2_SLOTS - 1;
+	__sync_fetch_and_add(&h->count, 1);
+	__sync_fetch_and_add(&h->sum_ns, delta_ns);
+	__sync_fetch_and_add(&h->slots[slot], 1);
+	if (fine < HIST_FINE_BUCKETS)
+		__sync_fetch_and_add(&h->fine[fine], 1);
+	if (delta_ns > h->max_ns)
+		h->max_ns = delta_ns;
+}
+
+#endif

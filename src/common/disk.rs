@@ -1,0 +1,134 @@
+//! Disks by name: `-d DISK` filters and `-D` labels, both from sysfs.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::Path;
+
+use anyhow::{anyhow, Result};
+
+use crate::common::probe::read_trimmed;
+
+/// The kernel's internal dev_t, as BPF builds it from a gendisk: `major << 20 | minor`.
+pub fn kernel_dev(major: u32, minor: u32) -> u32 {
+    (major << 20) | minor
+}
+
+fn parse_dev(maj_min: &str) -> Option<u32> {
+    let (major, minor) = maj_min.trim().split_once(':')?;
+    Some(kernel_dev(major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// Whole disks known to the block layer (`/sys/block`), sorted.
+pub fn disk_names() -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir("/sys/block")
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// `-d DISK`: requests are counted only for this whole disk.
+///
+/// A partition is refused with advice rather than silently matching nothing (requests carry the
+/// whole disk's gendisk, so `-d sda1` would never match in the kernel).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiskFilter {
+    pub name: String,
+    pub dev: u32,
+}
+
+impl DiskFilter {
+    pub fn parse(arg: &str) -> Result<DiskFilter> {
+        let name = arg.strip_prefix("/dev/").unwrap_or(arg);
+        if name.is_empty() || name.contains('/') || name.starts_with('.') {
+            return Err(anyhow!(
+                "'{arg}' is not a disk name (expected e.g. sda, nvme0n1, vda)"
+            ));
+        }
+        if let Some(dev) = read_trimmed(format!("/sys/block/{name}/dev"))
+            .as_deref()
+            .and_then(parse_dev)
+        {
+            return Ok(DiskFilter {
+                name: name.to_string(),
+                dev,
+            });
+        }
+        let class = Path::new("/sys/class/block").join(name);
+        if class.join("partition").exists() {
+            let parent = fs::canonicalize(&class)
+                .ok()
+                .and_then(|p| {
+                    p.parent()
+                        .and_then(|d| d.file_name())
+                        .map(|n| n.to_string_lossy().into_owned())
+                })
+                .unwrap_or_else(|| "its disk".into());
+            return Err(anyhow!(
+                "{name} is a partition of {parent}: block requests are tracked per whole disk, use -d {parent}"
+            ));
+        }
+        Err(anyhow!(
+            "unknown disk '{name}'; disks here: {}",
+            disk_names().join(", ")
+        ))
+    }
+}
+
+/// dev_t → disk name, for `-D` labels.
+pub struct DiskNames(HashMap<u32, String>);
+
+impl DiskNames {
+    pub fn load() -> DiskNames {
+        let map = disk_names()
+            .into_iter()
+            .filter_map(|name| {
+                let dev = read_trimmed(format!("/sys/block/{name}/dev"))
+                    .as_deref()
+                    .and_then(parse_dev)?;
+                Some((dev, name))
+            })
+            .collect();
+        DiskNames(map)
+    }
+
+    /// The disk's name, or `major:minor` for a disk that went away.
+    pub fn name(&self, dev: u32) -> String {
+        self.0
+            .get(&dev)
+            .cloned()
+            .unwrap_or_else(|| format!("{}:{}", dev >> 20, dev & ((1 << 20) - 1)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_dev_layout() {
+        assert_eq!(kernel_dev(7, 0), 7 << 20);
+        assert_eq!(parse_dev("253:16\n"), Some((253 << 20) | 16));
+        assert_eq!(parse_dev("garbage"), None);
+    }
+
+    #[test]
+    fn unknown_disk_is_one_line_with_the_list() {
+        let err = DiskFilter::parse("nosuchdisk").unwrap_err().to_string();
+        assert!(
+            err.starts_with("unknown disk 'nosuchdisk'; disks here:"),
+            "{err}"
+        );
+        assert!(!err.contains('\n'));
+    }
+
+    #[test]
+    fn path_like_names_are_refused() {
+        assert!(DiskFilter::parse("../etc").is_err());
+        assert!(DiskFilter::parse("").is_err());
+    }
+}

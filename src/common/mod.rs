@@ -1,0 +1,11 @@
+//! The shared library every tool stands on: one module per concern.
+pub mod blk;
+pub mod bpf;
+pub mod cli;
+pub mod disk;
+pub mod error;
+pub mod hist;
+pub mod output;
+pub mod probe;
+pub mod reqflags;
+pub mod runloop;

@@ -1,0 +1,2 @@
+//! iostack: the shared library behind every tool (`common`).
+pub mod common;
