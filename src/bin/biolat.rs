@@ -13,7 +13,7 @@ use iostack::common::cli::{self, CommonArgs};
 use iostack::common::disk::{DiskFilter, DiskNames};
 use iostack::common::error::{require_privileges, run_main};
 use iostack::common::hist::Unit;
-use iostack::common::output::{HistogramReport, LabeledHistogram, Out};
+use iostack::common::output::{announce, HistogramReport, LabeledHistogram, Out};
 use iostack::common::probe::Prober;
 use iostack::common::reqflags::RequestFlags;
 use iostack::common::runloop::{run_intervals, StopSignal};
@@ -111,9 +111,11 @@ fn run(cli: Cli) -> Result<()> {
         ));
     }
     let stop = StopSignal::install()?;
-    if !cli.common.json {
-        out.write("Tracing block device I/O... Hit Ctrl-C to end.\n")?;
-    }
+    announce(
+        &mut out,
+        cli.common.json,
+        "Tracing block device I/O... Hit Ctrl-C to end.",
+    )?;
 
     let disk_names = DiskNames::load();
     let mut drain = HistogramDrain::new();

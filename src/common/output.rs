@@ -42,6 +42,17 @@ impl Default for Out {
     }
 }
 
+/// The "Tracing... Hit Ctrl-C to end." line: on stdout as bcc prints it, on stderr with `-j`
+/// so that stdout stays pure JSON. Printed once the programs are attached.
+pub fn announce(out: &mut Out, json: bool, line: &str) -> Result<()> {
+    if json {
+        eprintln!("{line}");
+        Ok(())
+    } else {
+        out.write(&format!("{line}\n"))
+    }
+}
+
 /// Local wall-clock time as HH:MM:SS (bcc's `-T`).
 pub fn local_hms() -> String {
     let now = SystemTime::now()
@@ -169,5 +180,79 @@ impl HistogramReport<'_> {
         } else {
             self.text()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<LabeledHistogram> {
+        let mut hist = LatencyHistogram::default();
+        for us in [3u64, 5, 9, 700] {
+            hist.record(us * 1000, Unit::Usecs);
+        }
+        vec![LabeledHistogram {
+            labels: vec![("disk", "vda".into()), ("flags", "Sync-Write".into())],
+            hist,
+        }]
+    }
+
+    #[test]
+    fn json_schema_is_stable() {
+        let hists = sample();
+        let drops = [("no_start", 2u64), ("hist_full", 0)];
+        let report = HistogramReport {
+            tool: "biolat",
+            unit: Unit::Usecs,
+            timestamp: false,
+            histograms: &hists,
+            drops: &drops,
+        };
+        let line = report.json();
+        assert!(
+            line.ends_with('\n') && line.matches('\n').count() == 1,
+            "one line per report"
+        );
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["tool"], "biolat");
+        assert_eq!(v["unit"], "usecs");
+        assert!(v["time"].is_string() && v["unix_time_ms"].is_u64());
+        assert_eq!(v["drops"]["no_start"], 2);
+        let h = &v["histograms"][0];
+        assert_eq!(h["labels"]["disk"], "vda");
+        assert_eq!(h["labels"]["flags"], "Sync-Write");
+        assert_eq!(h["count"], 4);
+        assert_eq!(h["sum_ns"], 717_000);
+        assert_eq!(h["max_ns"], 700_000);
+        for f in ["avg_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns"] {
+            assert!(h[f].is_f64(), "{f}");
+        }
+        let log2 = h["log2"].as_array().unwrap();
+        assert_eq!(log2.len(), 10); // up to the 512 -> 1023 slot
+        assert_eq!(
+            log2[1],
+            serde_json::json!({"low": 2, "high": 3, "count": 1})
+        );
+        assert_eq!(log2[9]["count"], 1);
+    }
+
+    #[test]
+    fn text_has_labels_histogram_summary_and_drops() {
+        let hists = sample();
+        let drops = [("no_start", 2u64)];
+        let report = HistogramReport {
+            tool: "biolat",
+            unit: Unit::Usecs,
+            timestamp: false,
+            histograms: &hists,
+            drops: &drops,
+        };
+        let text = report.text();
+        assert!(text.starts_with(
+            "\ndisk = vda\tflags = Sync-Write\n     usecs               : count    distribution\n"
+        ));
+        assert!(text.contains("\n     count 4, avg 179, "));
+        assert!(text.ends_with("note: 2 completions without a recorded start (in flight when tracing began, or evicted)\n"));
     }
 }

@@ -1,0 +1,233 @@
+//! biolat against the real kernel: I/Os we cause on a loop device must be counted exactly.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::*;
+
+const N: u64 = 200;
+
+/// All histograms of all reports, as (labels, count, avg_ns).
+fn histograms(stdout: &str) -> Vec<(Value, u64, f64)> {
+    json_lines(stdout)
+        .iter()
+        .flat_map(|r| r["histograms"].as_array().cloned().unwrap_or_default())
+        .map(|h| {
+            (
+                h["labels"].clone(),
+                h["count"].as_u64().unwrap(),
+                h["avg_ns"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn total(stdout: &str) -> u64 {
+    histograms(stdout).iter().map(|(_, n, _)| n).sum()
+}
+
+#[test]
+fn counts_exactly_the_ios_we_cause_and_matches_diskstats() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    let tool = Running::start("biolat", &["-d", &dev.name, "-j"]);
+    let before = diskstats(&dev.name);
+    dd_direct(&dev.path, N, true);
+    dd_direct(&dev.path, N, false);
+    let after = diskstats(&dev.name);
+    let (code, out, err) = tool.interrupt();
+    assert_eq!(code, 0, "stderr: {err}");
+    let delta = (after.0 - before.0) + (after.1 - before.1);
+    assert_eq!(delta, 2 * N, "diskstats saw {delta} I/Os on {}", dev.name);
+    assert_eq!(total(&out), 2 * N, "biolat output: {out}");
+}
+
+#[test]
+fn flags_split_reads_from_writes() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    let tool = Running::start("biolat", &["-F", "-d", &dev.name, "-j"]);
+    dd_direct(&dev.path, N, true);
+    dd_direct(&dev.path, N, false);
+    let (code, out, err) = tool.interrupt();
+    assert_eq!(code, 0, "stderr: {err}");
+    let hs = histograms(&out);
+    let by_op = |op: &str| -> u64 {
+        hs.iter()
+            .filter(|(l, _, _)| {
+                l["flags"]
+                    .as_str()
+                    .is_some_and(|f| f.ends_with(&format!("-{op}")) || f == op)
+            })
+            .map(|(_, n, _)| n)
+            .sum()
+    };
+    assert_eq!(by_op("Write"), N, "{out}");
+    assert_eq!(by_op("Read"), N, "{out}");
+    assert_eq!(
+        hs.len(),
+        2,
+        "one histogram per op/flags combination seen: {out}"
+    );
+}
+
+#[test]
+fn per_disk_shows_the_loop_device_apart_from_vda() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    // A file on the root disk, written with O_DIRECT, so vda has I/O of ours too.
+    let on_root = format!("/var/tmp/iostack-test-{}.dat", std::process::id());
+    let tool = Running::start("biolat", &["-D", "-j"]);
+    dd_direct(&dev.path, N, true);
+    dd_direct(&on_root, 16, true);
+    let (code, out, err) = tool.interrupt();
+    let _ = std::fs::remove_file(&on_root);
+    assert_eq!(code, 0, "stderr: {err}");
+    let hs = histograms(&out);
+    let count_of = |disk: &str| -> u64 {
+        hs.iter()
+            .filter(|(l, _, _)| l["disk"] == disk)
+            .map(|(_, n, _)| n)
+            .sum()
+    };
+    assert_eq!(count_of(&dev.name), N, "{out}");
+    let root_disk = ["vda", "sda", "nvme0n1", "xvda"]
+        .into_iter()
+        .find(|d| std::path::Path::new(&format!("/sys/block/{d}")).exists());
+    if let Some(root) = root_disk {
+        assert!(
+            count_of(root) >= 16,
+            "{root} should show our 16 direct writes: {out}"
+        );
+    }
+}
+
+#[test]
+fn queued_average_is_at_least_the_plain_average() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    let plain = Running::start("biolat", &["-d", &dev.name, "-j"]);
+    let queued = Running::start("biolat", &["-Q", "-d", &dev.name, "-j"]);
+    dd_direct(&dev.path, N, true);
+    dd_direct(&dev.path, N, false);
+    let (c1, plain_out, e1) = plain.interrupt();
+    let (c2, queued_out, e2) = queued.interrupt();
+    assert_eq!((c1, c2), (0, 0), "{e1} {e2}");
+    let avg = |out: &str| {
+        let hs = histograms(out);
+        let n: u64 = hs.iter().map(|(_, n, _)| n).sum();
+        let sum: f64 = hs.iter().map(|(_, n, a)| *n as f64 * a).sum();
+        (n, sum / n as f64)
+    };
+    let (n_plain, avg_plain) = avg(&plain_out);
+    let (n_queued, avg_queued) = avg(&queued_out);
+    assert_eq!((n_plain, n_queued), (2 * N, 2 * N));
+    assert!(
+        avg_queued >= avg_plain,
+        "-Q avg {avg_queued} ns < plain avg {avg_plain} ns"
+    );
+}
+
+#[test]
+fn text_report_has_bcc_shape_and_summary() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    let tool = Running::start("biolat", &["-d", &dev.name, "-T"]);
+    dd_direct(&dev.path, 50, true);
+    let (code, out, err) = tool.interrupt();
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(
+        out.starts_with("Tracing block device I/O... Hit Ctrl-C to end.\n\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("     usecs               : count    distribution\n"),
+        "{out}"
+    );
+    assert!(out.contains("     count 50, avg "), "{out}");
+}
+
+#[test]
+fn unknown_disk_is_a_one_line_error() {
+    let out = run("biolat", &["-d", "nosuchdisk"]);
+    let err = assert_one_line_error(&out, "biolat");
+    assert!(err.contains("unknown disk 'nosuchdisk'"), "{err}");
+}
+
+#[test]
+fn bad_interval_is_a_one_line_error() {
+    for bad in ["0", "-1", "soon"] {
+        let out = run("biolat", &[bad]);
+        assert_one_line_error(&out, "biolat");
+        assert_eq!(out.status.code(), Some(2));
+    }
+}
+
+#[test]
+fn unprivileged_run_is_a_one_line_error() {
+    let out = run_unprivileged("biolat", &[]);
+    let err = assert_one_line_error(&out, "biolat");
+    assert!(err.contains("needs root"), "{err}");
+}
+
+#[test]
+fn closed_stdout_ends_quietly() {
+    let _g = serial();
+    require_root();
+    // biolat 1 | head -1
+    let mut child = Command::new(bin("biolat"))
+        .arg("1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn biolat");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "Tracing block device I/O... Hit Ctrl-C to end.\n");
+    // the reader is dropped here: stdout is closed, as when head exits
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "biolat kept running after its stdout closed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "exit {status:?}, stderr {err}");
+    assert_eq!(err, "", "nothing on stderr");
+}
+
+#[test]
+fn explain_names_the_paths_and_attaches() {
+    let _g = serial();
+    require_root();
+    let out = run("biolat", &["--explain", "-Q"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("issue") && text.contains("/block_rq_issue"),
+        "{text}"
+    );
+    assert!(text.contains("-Q start"), "{text}");
+    assert!(text.contains("loaded and attached: ok"), "{text}");
+}

@@ -1,0 +1,241 @@
+//! Shared fixtures for tests that run the tools against the real kernel (as root).
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Kernel tests share loop devices, disks and CPU: one at a time.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn require_root() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "these tests trace the real kernel and must run as root (sudo cargo test)"
+    );
+}
+
+/// A loop device over a temporary file; detached and deleted on drop, even when a test fails.
+pub struct LoopDevice {
+    pub path: String,
+    pub name: String,
+    file: PathBuf,
+}
+
+impl LoopDevice {
+    pub fn new(size_mib: u64) -> LoopDevice {
+        let file = std::env::temp_dir().join(format!(
+            "iostack-test-{}-{}.img",
+            std::process::id(),
+            rand_suffix()
+        ));
+        let f = fs::File::create(&file).expect("create backing file");
+        f.set_len(size_mib << 20).expect("size backing file");
+        drop(f);
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(&file)
+            .output()
+            .expect("run losetup");
+        if !out.status.success() {
+            let _ = fs::remove_file(&file);
+            panic!("losetup failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let name = path.trim_start_matches("/dev/").to_string();
+        // let any probe of the new device settle before tests count its I/O
+        thread::sleep(Duration::from_millis(200));
+        LoopDevice { path, name, file }
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.path]).status();
+        let _ = fs::remove_file(&self.file);
+    }
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Completed reads and writes of a disk, from /proc/diskstats.
+pub fn diskstats(name: &str) -> (u64, u64) {
+    let text = fs::read_to_string("/proc/diskstats").expect("read /proc/diskstats");
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() > 7 && f[2] == name {
+            return (f[3].parse().unwrap(), f[7].parse().unwrap());
+        }
+    }
+    panic!("{name} not in /proc/diskstats");
+}
+
+/// `count` O_DIRECT 4 KiB writes (or reads) on a path, with dd; returns dd's pid.
+pub fn dd_direct(path: &str, count: u64, write: bool) -> u32 {
+    let mut cmd = Command::new("dd");
+    if write {
+        cmd.args([
+            "if=/dev/zero",
+            &format!("of={path}"),
+            "oflag=direct",
+            "conv=notrunc",
+        ]);
+    } else {
+        cmd.args([&format!("if={path}"), "of=/dev/null", "iflag=direct"]);
+    }
+    cmd.args(["bs=4096", &format!("count={count}")]);
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dd");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait dd");
+    assert!(
+        out.status.success(),
+        "dd failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    pid
+}
+
+pub fn bin(tool: &str) -> String {
+    match tool {
+        "biolat" => env!("CARGO_BIN_EXE_biolat").to_string(),
+        other => panic!("unknown tool {other}"),
+    }
+}
+
+/// A tool running in the background, its output collected as it comes.
+pub struct Running {
+    child: Child,
+    stdout: Arc<Mutex<String>>,
+    stderr: Arc<Mutex<String>>,
+    readers: Vec<thread::JoinHandle<()>>,
+}
+
+fn collect(stream: impl Read + Send + 'static, into: Arc<Mutex<String>>) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+            into.lock().unwrap().push_str(&line);
+            line.clear();
+        }
+    })
+}
+
+impl Running {
+    /// Starts the tool and waits until it says it is tracing (on stdout, or stderr with -j).
+    pub fn start(tool: &str, args: &[&str]) -> Running {
+        let mut child = Command::new(bin(tool))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn tool");
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let readers = vec![
+            collect(child.stdout.take().unwrap(), stdout.clone()),
+            collect(child.stderr.take().unwrap(), stderr.clone()),
+        ];
+        let running = Running {
+            child,
+            stdout,
+            stderr,
+            readers,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let both = format!(
+                "{}{}",
+                running.stdout.lock().unwrap(),
+                running.stderr.lock().unwrap()
+            );
+            if both.contains("Hit Ctrl-C to end") {
+                return running;
+            }
+            if Instant::now() > deadline {
+                panic!("{tool} {args:?} did not start tracing within 30 s; output so far: {both}");
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGINT (Ctrl-C), then waits for the final report.
+    pub fn interrupt(mut self) -> (i32, String, String) {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .expect("send SIGINT");
+        let status = self.child.wait().expect("wait tool");
+        for r in self.readers.drain(..) {
+            r.join().unwrap();
+        }
+        let out = self.stdout.lock().unwrap().clone();
+        let err = self.stderr.lock().unwrap().clone();
+        (status.code().unwrap_or(-1), out, err)
+    }
+}
+
+pub fn run(tool: &str, args: &[&str]) -> Output {
+    Command::new(bin(tool))
+        .args(args)
+        .output()
+        .expect("run tool")
+}
+
+/// Runs the tool as user nobody (no capabilities).
+pub fn run_unprivileged(tool: &str, args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(bin(tool))
+        .args(args)
+        .output()
+        .expect("run setpriv")
+}
+
+/// An error exit: non-zero, exactly one line on stderr, no panic or backtrace.
+pub fn assert_one_line_error(out: &Output, tool: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "{tool} should fail; stderr: {err}");
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "one line of error expected, got: {err:?}"
+    );
+    assert!(err.starts_with(&format!("{tool}: ")), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
+    err
+}
+
+/// Parses every stdout line as one JSON object.
+pub fn json_lines(stdout: &str) -> Vec<serde_json::Value> {
+    stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
