@@ -287,7 +287,9 @@ pub fn format_log2_slots(slots: &[u64], unit_name: &str) -> String {
     );
     for (i, &val) in slots.iter().enumerate().take(idx_max + 1) {
         let (low, high) = slot_bounds(i);
-        let n_stars = (val.min(val_max) * stars as u64).checked_div(val_max).unwrap_or(0) as usize;
+        let n_stars = (val.min(val_max) * stars as u64)
+            .checked_div(val_max)
+            .unwrap_or(0) as usize;
         out.push_str(&format!(
             "{low:>width$} -> {high:<width$} : {val:<8} |{}{}|\n",
             "*".repeat(n_stars),
