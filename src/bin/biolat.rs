@@ -149,6 +149,7 @@ fn run(cli: Cli) -> Result<()> {
             timestamp: cli.common.timestamp,
             histograms: &histograms,
             drops: &drops,
+            totals: false,
         };
         out.write(&report.render(cli.common.json))
     })

@@ -16,6 +16,12 @@ int probe_tp_btf(void *ctx)
 	return 0;
 }
 
+SEC("raw_tp/sys_enter")
+int probe_raw_tp(void *ctx)
+{
+	return 0;
+}
+
 SEC("kprobe/vfs_read")
 int probe_kprobe(void *ctx)
 {

@@ -58,13 +58,71 @@ impl HistogramDrain {
         hist_gen: &mut u32,
         map: &M,
     ) -> Result<Vec<(Vec<u8>, LatencyHistogram)>> {
+        let old = self.swap(hist_gen);
+        drain_generation(map, old)
+    }
+
+    /// The same for a per-CPU array of `2 * slots` histograms indexed `gen * slots + slot`
+    /// (cheaper in the kernel than a hash when the keys are small numbers). Returns
+    /// `(slot, histogram)` for every slot that saw events.
+    pub fn swap_and_drain_array<M: MapCore>(
+        &mut self,
+        hist_gen: &mut u32,
+        map: &M,
+        slots: u32,
+    ) -> Result<Vec<(u32, LatencyHistogram)>> {
+        let old = self.swap(hist_gen);
+        drain_array_generation(map, old, slots)
+    }
+
+    /// Flips writers to the other generation and returns the one to drain.
+    fn swap(&mut self, hist_gen: &mut u32) -> u32 {
         let old = self.generation;
         self.generation = self.generation.wrapping_add(1);
         // SAFETY: hist_gen points into the live .bss mapping; volatile so the store happens now.
         unsafe { std::ptr::write_volatile(hist_gen, self.generation) };
         thread::sleep(SETTLE);
-        drain_generation(map, old & 1)
+        old & 1
     }
+}
+
+/// Sums one per-CPU histogram value over CPUs.
+fn sum_per_cpu(per_cpu: &[Vec<u8>]) -> Result<LatencyHistogram> {
+    let mut hist = LatencyHistogram::default();
+    let mut raw = RawHist::zeroed();
+    for bytes in per_cpu {
+        plain::copy_from_bytes(&mut raw, bytes)
+            .map_err(|e| anyhow::anyhow!("histogram value has the wrong size: {e:?}"))?;
+        hist.add_raw(&raw);
+    }
+    Ok(hist)
+}
+
+/// Reads, sums over CPUs and zeroes the histograms `gen * slots .. (gen + 1) * slots` of a
+/// per-CPU array.
+pub fn drain_array_generation<M: MapCore>(
+    map: &M,
+    gen: u32,
+    slots: u32,
+) -> Result<Vec<(u32, LatencyHistogram)>> {
+    let zero = vec![vec![0u8; std::mem::size_of::<RawHist>()]; libbpf_rs::num_possible_cpus()?];
+    let mut out = Vec::new();
+    for slot in 0..slots {
+        let key = (gen * slots + slot).to_ne_bytes();
+        let Some(per_cpu) = map
+            .lookup_percpu(&key, MapFlags::ANY)
+            .context("reading a histogram")?
+        else {
+            continue;
+        };
+        let hist = sum_per_cpu(&per_cpu)?;
+        if hist.count > 0 {
+            map.update_percpu(&key, &zero, MapFlags::ANY)
+                .context("clearing a histogram")?;
+            out.push((slot, hist));
+        }
+    }
+    Ok(out)
 }
 
 impl Default for HistogramDrain {
@@ -86,13 +144,7 @@ pub fn drain_generation<M: MapCore>(map: &M, gen: u32) -> Result<Vec<(Vec<u8>, L
             .context("reading a histogram")?;
         map.delete(&key).context("clearing a histogram")?;
         if let Some(per_cpu) = per_cpu {
-            let mut hist = LatencyHistogram::default();
-            let mut raw = RawHist::zeroed();
-            for bytes in per_cpu {
-                plain::copy_from_bytes(&mut raw, &bytes)
-                    .map_err(|e| anyhow::anyhow!("histogram value has the wrong size: {e:?}"))?;
-                hist.add_raw(&raw);
-            }
+            let hist = sum_per_cpu(&per_cpu)?;
             if hist.count > 0 {
                 out.push((key, hist));
             }

@@ -66,6 +66,13 @@ impl Unit {
             Unit::Msecs => "msecs",
         }
     }
+    /// For column headers: `us`, `ms`.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Unit::Usecs => "us",
+            Unit::Msecs => "ms",
+        }
+    }
 }
 
 /// `[low, high)` in nanoseconds of log-linear bucket `idx`; mirrors `fine_bucket()` in
@@ -215,8 +222,9 @@ impl LatencyHistogram {
         let s = self.summary();
         let u = unit.ns() as f64;
         format!(
-            "count {}, avg {}, p50 {}, p90 {}, p99 {}, p99.9 {}, max {} ({})",
+            "count {}, total {}, avg {}, p50 {}, p90 {}, p99 {}, p99.9 {}, max {} ({})",
             s.count,
+            fmt_value(s.sum_ns as f64 / u),
             fmt_value(s.avg_ns / u),
             fmt_value(s.p50_ns / u),
             fmt_value(s.p90_ns / u),
@@ -260,7 +268,7 @@ fn slot_bounds(i: usize) -> (u64, u64) {
     (low, high)
 }
 
-fn fmt_value(v: f64) -> String {
+pub fn fmt_value(v: f64) -> String {
     if v < 10.0 {
         format!("{v:.2}")
     } else if v < 100.0 {
@@ -427,7 +435,7 @@ mod tests {
         assert_eq!(h.format_log2(Unit::Usecs), golden);
         assert_eq!(
             h.format_summary(Unit::Usecs),
-            "count 4, avg 11.9, p50 2.43, p90 38.9, p99 38.9, p99.9 38.9, max 40.0 (usecs)"
+            "count 4, total 47.5, avg 11.9, p50 2.43, p90 38.9, p99 38.9, p99.9 38.9, max 40.0 (usecs)"
         );
     }
 

@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::common::error::StdoutClosed;
-use crate::common::hist::{LatencyHistogram, Log2Slot, Summary, Unit};
+use crate::common::hist::{fmt_value, LatencyHistogram, Log2Slot, Summary, Unit};
 
 /// Writes to stdout, flushing after each block so pipes see reports as they happen.
 pub struct Out {
@@ -81,6 +81,8 @@ pub struct HistogramReport<'a> {
     pub timestamp: bool,
     pub histograms: &'a [LabeledHistogram],
     pub drops: &'a [(&'static str, u64)],
+    /// Close the text report with a table of the histograms sorted by total time.
+    pub totals: bool,
 }
 
 #[derive(Serialize)]
@@ -101,6 +103,39 @@ struct JsonReport<'a> {
     unit: &'a str,
     histograms: Vec<JsonHistogram<'a>>,
     drops: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Where the time went: one row per histogram, the largest total first.
+pub fn totals_table(histograms: &[LabeledHistogram], unit: Unit) -> String {
+    let mut rows: Vec<&LabeledHistogram> = histograms.iter().collect();
+    rows.sort_by_key(|h| std::cmp::Reverse(h.hist.sum_ns));
+    let u = unit.ns() as f64;
+    let name = unit.short_name();
+    let mut s = format!(
+        "\n{:<16} {:>10} {:>12} {:>10} {:>10} {:>10} {:>10}\n",
+        "",
+        "COUNT",
+        format!("TOTAL({name})"),
+        format!("AVG({name})"),
+        format!("P50({name})"),
+        format!("P99({name})"),
+        format!("MAX({name})"),
+    );
+    for h in rows {
+        let label: Vec<&str> = h.labels.iter().map(|(_, v)| v.as_str()).collect();
+        let m = h.hist.summary();
+        s.push_str(&format!(
+            "{:<16} {:>10} {:>12} {:>10} {:>10} {:>10} {:>10}\n",
+            label.join(" "),
+            m.count,
+            fmt_value(m.sum_ns as f64 / u),
+            fmt_value(m.avg_ns / u),
+            fmt_value(m.p50_ns / u),
+            fmt_value(m.p99_ns / u),
+            fmt_value(m.max_ns as f64 / u),
+        ));
+    }
+    s
 }
 
 impl HistogramReport<'_> {
@@ -126,6 +161,8 @@ impl HistogramReport<'_> {
         }
         if self.histograms.is_empty() {
             s.push_str("(no events)\n");
+        } else if self.totals {
+            s.push_str(&totals_table(self.histograms, self.unit));
         }
         for (name, n) in self.drops {
             if *n > 0 {
@@ -208,6 +245,7 @@ mod tests {
             timestamp: false,
             histograms: &hists,
             drops: &drops,
+            totals: false,
         };
         let line = report.json();
         assert!(
@@ -247,12 +285,45 @@ mod tests {
             timestamp: false,
             histograms: &hists,
             drops: &drops,
+            totals: false,
         };
         let text = report.text();
         assert!(text.starts_with(
             "\ndisk = vda\tflags = Sync-Write\n     usecs               : count    distribution\n"
         ));
-        assert!(text.contains("\n     count 4, avg 179, "));
+        assert!(text.contains("\n     count 4, total 717, avg 179, "));
+        assert!(!text.contains("COUNT"), "no totals table unless asked");
         assert!(text.ends_with("note: 2 completions without a recorded start (in flight when tracing began, or evicted)\n"));
+    }
+
+    #[test]
+    fn totals_table_sorts_by_total_time() {
+        let mut small = LatencyHistogram::default();
+        small.record(1_000, Unit::Usecs);
+        let mut big = LatencyHistogram::default();
+        big.record(2_000_000, Unit::Usecs);
+        big.record(2_000_000, Unit::Usecs);
+        let hists = vec![
+            LabeledHistogram {
+                labels: vec![("op", "open".into())],
+                hist: small,
+            },
+            LabeledHistogram {
+                labels: vec![("op", "sync".into())],
+                hist: big,
+            },
+        ];
+        let table = totals_table(&hists, Unit::Usecs);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines[0], "");
+        assert!(lines[1].contains("COUNT") && lines[1].contains("TOTAL(us)"));
+        assert!(
+            lines[2].starts_with("sync ") && lines[2].contains(" 4000 "),
+            "{table}"
+        );
+        assert!(
+            lines[3].starts_with("open ") && lines[3].contains(" 1.00 "),
+            "{table}"
+        );
     }
 }

@@ -148,6 +148,11 @@ impl Prober {
         trial(Trial::TpBtf, tracepoint)
     }
 
+    /// A raw_tp program loads and attaches on this tracepoint.
+    pub fn raw_tp_works(&self, tracepoint: &str) -> Result<(), String> {
+        trial(Trial::RawTp, tracepoint)
+    }
+
     /// An fentry program loads and attaches on this function (on some kernels the verifier knows
     /// fentry but the kernel refuses it, e.g. with EPERM).
     pub fn fentry_works(&self, function: &str) -> Result<(), String> {
@@ -213,6 +218,7 @@ fn find_tracefs() -> Option<PathBuf> {
 #[derive(Clone, Copy)]
 enum Trial {
     TpBtf,
+    RawTp,
     Fentry,
     Kprobe,
 }
@@ -234,6 +240,9 @@ fn trial(kind: Trial, target: &str) -> Result<(), String> {
     progs
         .probe_kprobe
         .set_autoload(matches!(kind, Trial::Kprobe));
+    progs
+        .probe_raw_tp
+        .set_autoload(matches!(kind, Trial::RawTp));
     match kind {
         Trial::Fentry => progs
             .probe_fentry
@@ -241,7 +250,7 @@ fn trial(kind: Trial, target: &str) -> Result<(), String> {
         Trial::TpBtf => progs
             .probe_tp_btf
             .set_attach_target(0, Some(target.to_string())),
-        Trial::Kprobe => Ok(()),
+        Trial::Kprobe | Trial::RawTp => Ok(()),
     }
     .map_err(|e| e.to_string())?;
     let skel = open.load().map_err(|e| format!("load failed: {e}"))?;
@@ -249,6 +258,7 @@ fn trial(kind: Trial, target: &str) -> Result<(), String> {
         Trial::Fentry => skel.progs.probe_fentry.attach_trace(),
         Trial::TpBtf => skel.progs.probe_tp_btf.attach_trace(),
         Trial::Kprobe => skel.progs.probe_kprobe.attach_kprobe(false, target),
+        Trial::RawTp => skel.progs.probe_raw_tp.attach_raw_tracepoint(target),
     };
     link.map(drop).map_err(|e| format!("attach failed: {e}"))
 }
@@ -347,7 +357,8 @@ impl AttachPlan {
         let mut links = Vec::new();
         for prog in object.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
-            if let Some(p) = self.get(&name) {
+            // A program may be planned at several targets (one per syscall tracepoint).
+            for p in self.programs.iter().filter(|p| p.program == name) {
                 let link = match p.flavor {
                     Flavor::Kprobe => prog.attach_kprobe(false, &p.target),
                     Flavor::Tracepoint => {
@@ -385,6 +396,33 @@ pub fn tracepoint_flavor(prober: &Prober, tracepoint: &str) -> (Flavor, String) 
         Ok(()) => (Flavor::TpBtf, "tp_btf loads and attaches here".into()),
         Err(e) => (Flavor::RawTp, format!("raw_tp: tp_btf unavailable ({e})")),
     }
+}
+
+/// For a raw tracepoint (one every supported kernel has, like `sys_enter`): tp_btf where it
+/// works, else raw_tp where that works, else the reasons both failed. `only` restricts the
+/// choice (a user forcing a flavour).
+pub fn raw_tracepoint_flavor(
+    prober: &Prober,
+    tracepoint: &str,
+    only: Option<Flavor>,
+) -> Result<(Flavor, String), String> {
+    let mut failures = Vec::new();
+    if only.is_none_or(|f| f == Flavor::TpBtf) {
+        match prober.tp_btf_works(tracepoint) {
+            Ok(()) => return Ok((Flavor::TpBtf, "tp_btf loads and attaches here".into())),
+            Err(e) => failures.push(format!("tp_btf: {e}")),
+        }
+    }
+    if only.is_none_or(|f| f == Flavor::RawTp) {
+        match prober.raw_tp_works(tracepoint) {
+            Ok(()) if failures.is_empty() => {
+                return Ok((Flavor::RawTp, "raw_tp loads and attaches here".into()))
+            }
+            Ok(()) => return Ok((Flavor::RawTp, format!("raw_tp ({})", failures.join("; ")))),
+            Err(e) => failures.push(format!("raw_tp: {e}")),
+        }
+    }
+    Err(failures.join("; "))
 }
 
 /// Reads a small sysfs/procfs file, trimmed.

@@ -114,6 +114,7 @@ pub fn dd_direct(path: &str, count: u64, write: bool) -> u32 {
 pub fn bin(tool: &str) -> String {
     match tool {
         "biolat" => env!("CARGO_BIN_EXE_biolat").to_string(),
+        "syslat" => env!("CARGO_BIN_EXE_syslat").to_string(),
         other => panic!("unknown tool {other}"),
     }
 }
@@ -238,4 +239,41 @@ pub fn json_lines(stdout: &str) -> Vec<serde_json::Value> {
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
+}
+
+/// `TOOL ARGS | head -1`: the first line is `first_line`, then the reader goes away and the tool
+/// must end by itself with status 0 and nothing on stderr.
+pub fn assert_closed_stdout_ends_quietly(tool: &str, args: &[&str], first_line: &str) {
+    let mut child = Command::new(bin(tool))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tool");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, first_line);
+    // the reader is dropped here: stdout is closed, as when head exits
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{tool} kept running after its stdout closed"
+        );
+        thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "exit {status:?}, stderr {err}");
+    assert_eq!(err, "", "nothing on stderr");
 }

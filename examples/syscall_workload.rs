@@ -1,0 +1,143 @@
+//! A process that makes an exact, known set of system calls, for syslat's tests (host and VM).
+//!
+//! `syscall_workload READS WRITES FSYNCS OPENS [BAD_READS [PIPE_READS PIPE_SLEEP_MS]]`
+//!
+//! It prints `ready <pid>`, then waits for SIGUSR1 (in sigwaitinfo, which no syslat group
+//! traces) so the tracer can attach first. Then it makes exactly READS read() on /dev/zero,
+//! PIPE_READS read() first, then WRITES write() on /dev/null, FSYNCS fsync() on a temporary file, OPENS openat() of /dev/null,
+//! BAD_READS read() on a closed descriptor (EBADF), and PIPE_READS read() on a pipe whose writer
+//! thread sleeps PIPE_SLEEP_MS before each write (its PIPE_READS write() calls are in the
+//! process too: count them with WRITES when filtering by PID). Then it exits without writing anything else.
+//! Files are opened before the signal, descriptors closed with close(), which syslat ignores.
+
+use std::ffi::CString;
+use std::io::Write;
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::Duration;
+
+fn arg(args: &[String], i: usize) -> u64 {
+    args.get(i).map_or(0, |s| {
+        s.parse().unwrap_or_else(|_| {
+            eprintln!("syscall_workload: '{s}' is not a count");
+            std::process::exit(2)
+        })
+    })
+}
+
+fn check(ret: isize, what: &str) {
+    if ret < 0 {
+        eprintln!(
+            "syscall_workload: {what} failed: {}",
+            std::io::Error::last_os_error()
+        );
+        std::process::exit(1);
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 5 {
+        eprintln!("usage: syscall_workload READS WRITES FSYNCS OPENS [BAD_READS [PIPE_READS PIPE_SLEEP_MS]]");
+        std::process::exit(2);
+    }
+    let (reads, writes, fsyncs, opens) =
+        (arg(&args, 1), arg(&args, 2), arg(&args, 3), arg(&args, 4));
+    let (bad_reads, pipe_reads, pipe_sleep_ms) = (arg(&args, 5), arg(&args, 6), arg(&args, 7));
+
+    let zero = CString::new("/dev/zero").unwrap();
+    let null = CString::new("/dev/null").unwrap();
+    let tmp = std::env::temp_dir().join(format!("syscall_workload.{}", std::process::id()));
+    let tmp_c = CString::new(tmp.to_string_lossy().as_bytes()).unwrap();
+    // SAFETY: plain libc calls on C strings we own.
+    let (zero_fd, null_fd, tmp_fd) = unsafe {
+        (
+            libc::open(zero.as_ptr(), libc::O_RDONLY),
+            libc::open(null.as_ptr(), libc::O_WRONLY),
+            libc::open(tmp_c.as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o600),
+        )
+    };
+    for (fd, what) in [
+        (zero_fd, "open /dev/zero"),
+        (null_fd, "open /dev/null"),
+        (tmp_fd, "open temp file"),
+    ] {
+        check(fd as isize, what);
+    }
+    let mut pipe_fds = [0i32; 2];
+    // SAFETY: pipe writes two descriptors into the array we pass.
+    check(
+        unsafe { libc::pipe(pipe_fds.as_mut_ptr()) } as isize,
+        "pipe",
+    );
+
+    // Block SIGUSR1 so that it waits for sigwaitinfo, then say we are ready.
+    // SAFETY: sigset manipulation on a zeroed sigset_t we own.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGUSR1);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    // The writer starts its clock together with the reads (futex waits are not traced).
+    let go = Arc::new(Barrier::new(if pipe_reads > 0 { 2 } else { 1 }));
+    let writer = (pipe_reads > 0).then(|| {
+        let fd = pipe_fds[1];
+        let go = go.clone();
+        thread::spawn(move || {
+            go.wait();
+            for _ in 0..pipe_reads {
+                thread::sleep(Duration::from_millis(pipe_sleep_ms));
+                // SAFETY: writing one byte from a local to our pipe.
+                check(
+                    unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) },
+                    "pipe write",
+                );
+            }
+        })
+    });
+    println!("ready {}", std::process::id());
+    std::io::stdout().flush().ok();
+    // SAFETY: waits for the signal blocked above.
+    unsafe { libc::sigwaitinfo(&set, std::ptr::null_mut()) };
+    go.wait();
+
+    let mut byte = [0u8; 1];
+    // Pipe reads first, so each waits one full PIPE_SLEEP_MS for the writer.
+    for _ in 0..pipe_reads {
+        check(
+            unsafe { libc::read(pipe_fds[0], byte.as_mut_ptr().cast(), 1) },
+            "pipe read",
+        );
+    }
+    for _ in 0..reads {
+        // SAFETY: reads one byte into a local buffer.
+        check(
+            unsafe { libc::read(zero_fd, byte.as_mut_ptr().cast(), 1) },
+            "read",
+        );
+    }
+    for _ in 0..writes {
+        check(
+            unsafe { libc::write(null_fd, byte.as_ptr().cast(), 1) },
+            "write",
+        );
+    }
+    for _ in 0..fsyncs {
+        check(unsafe { libc::fsync(tmp_fd) } as isize, "fsync");
+    }
+    for _ in 0..opens {
+        let fd = unsafe { libc::openat(libc::AT_FDCWD, null.as_ptr(), libc::O_RDONLY) };
+        check(fd as isize, "openat");
+        unsafe { libc::close(fd) };
+    }
+    for _ in 0..bad_reads {
+        // fd -1 is never open: EBADF, the failure -x counts.
+        let ret = unsafe { libc::read(-1, byte.as_mut_ptr().cast(), 1) };
+        assert!(ret < 0);
+    }
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    unsafe { libc::unlink(tmp_c.as_ptr()) };
+}

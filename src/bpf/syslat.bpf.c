@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+/* syslat: time spent in I/O system calls, per operation, from sys_enter to sys_exit. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "hist.bpf.h"
+#include "syslat.h"
+
+/* Syscall number -> histogram slot (0: not traced), filled from the libc crate's SYS_* numbers.
+ * One bounds check and one load decide for every syscall of the system. */
+const volatile __u8 sys_slot[SYSLAT_MAX_NR];
+const volatile __u32 filter_tgid = 0;
+const volatile __u32 filter_tid = 0;
+const volatile bool filter_comm = false;
+const volatile char comm[TASK_COMM_LEN] = {};
+const volatile bool failed_only = false;
+
+/* One entry per thread that made a traced call. It is reused in place (plain stores, no map
+ * update) and removed when the thread exits, so it holds at most the live threads. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, struct syslat_start);
+} starts SEC(".maps");
+
+/* Index: generation * SYSLAT_MAX_SLOTS + slot. Arrays are looked up inline, without hashing. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * SYSLAT_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct hist);
+} hists SEC(".maps");
+
+/* x86's marker of a 32-bit (ia32 compat) syscall in progress: its numbers differ from ours. */
+#define TS_COMPAT 0x0002
+
+static __always_inline bool in_compat_syscall(void)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+
+	if (!bpf_core_field_exists(task->thread_info.status))
+		return false;
+	return BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+}
+
+static __always_inline bool comm_matches(void)
+{
+	char cur[TASK_COMM_LEN];
+
+	bpf_get_current_comm(cur, sizeof(cur));
+	for (int i = 0; i < TASK_COMM_LEN; i++) {
+		if (cur[i] != comm[i])
+			return false;
+		if (!cur[i])
+			break;
+	}
+	return true;
+}
+
+static __always_inline bool task_selected(__u64 pid_tgid)
+{
+	if (filter_tgid && (pid_tgid >> 32) != filter_tgid)
+		return false;
+	if (filter_tid && (__u32)pid_tgid != filter_tid)
+		return false;
+	return !filter_comm || comm_matches();
+}
+
+static __always_inline __u32 slot_of(long id)
+{
+	if (id < 0 || id >= SYSLAT_MAX_NR)
+		return 0;
+	return sys_slot[id];
+}
+
+static __always_inline int on_enter(long id)
+{
+	__u32 slot = slot_of(id);
+	struct syslat_start *s, fresh = {};
+	__u64 pid_tgid;
+	__u32 tid;
+
+	if (!slot)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!task_selected(pid_tgid) || in_compat_syscall())
+		return 0;
+	tid = pid_tgid;
+	s = bpf_map_lookup_elem(&starts, &tid);
+	if (s) {
+		s->slot = slot;
+		s->ts = bpf_ktime_get_ns();
+		return 0;
+	}
+	fresh.slot = slot;
+	fresh.ts = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&starts, &tid, &fresh, BPF_NOEXIST))
+		count_drop(DROP_START_FULL);
+	return 0;
+}
+
+static __always_inline int on_exit(long id, long ret)
+{
+	__u64 pid_tgid, now, ts;
+	struct syslat_start *s;
+	struct hist *h;
+	__u32 tid, idx;
+
+	if (!slot_of(id))
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!task_selected(pid_tgid))
+		return 0;
+	tid = pid_tgid;
+	s = bpf_map_lookup_elem(&starts, &tid);
+	if (!s || !s->ts) {
+		/* In flight when tracing began; compat calls were never started on purpose. */
+		if (!in_compat_syscall())
+			count_drop(DROP_NO_START);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	ts = s->ts;
+	idx = s->slot;
+	s->ts = 0;
+	if (ts > now) {
+		count_drop(DROP_CLOCK);
+		return 0;
+	}
+	if (failed_only && ret >= 0)
+		return 0;
+	idx = (hist_gen & 1) * SYSLAT_MAX_SLOTS + (idx & (SYSLAT_MAX_SLOTS - 1));
+	h = bpf_map_lookup_elem(&hists, &idx);
+	if (h)
+		hist_record(h, now - ts);
+	return 0;
+}
+
+static __always_inline int on_task_exit(void)
+{
+	__u32 tid = bpf_get_current_pid_tgid();
+
+	bpf_map_delete_elem(&starts, &tid);
+	return 0;
+}
+
+/* sys_enter(regs, id) and sys_exit(regs, ret): the exit's syscall number is in regs->orig_ax. */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
+{
+	return on_enter(id);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
+{
+	return on_exit(regs->orig_ax, ret);
+}
+
+SEC("tp_btf/sched_process_exit")
+int task_exit_btf(void *ctx)
+{
+	return on_task_exit();
+}
+
+SEC("raw_tp/sys_enter")
+int sys_enter_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return on_enter(ctx->args[1]);
+}
+
+SEC("raw_tp/sys_exit")
+int sys_exit_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct pt_regs *regs = (void *)ctx->args[0];
+
+	return on_exit(BPF_CORE_READ(regs, orig_ax), ctx->args[1]);
+}
+
+SEC("raw_tp/sched_process_exit")
+int task_exit_raw(void *ctx)
+{
+	return on_task_exit();
+}
+
+/* Fallback: the per-syscall perf tracepoints, one attachment per traced syscall (user space
+ * attaches these programs to each syscalls:sys_{enter,exit}_<name>). */
+SEC("tracepoint/syscalls/sys_enter_read")
+int sys_enter_tp(struct syscall_trace_enter *ctx)
+{
+	return on_enter(ctx->nr);
+}
+
+SEC("tracepoint/syscalls/sys_exit_read")
+int sys_exit_tp(struct syscall_trace_exit *ctx)
+{
+	return on_exit(ctx->nr, ctx->ret);
+}
+
+SEC("tracepoint/sched/sched_process_exit")
+int task_exit_tp(void *ctx)
+{
+	return on_task_exit();
+}
+
+char LICENSE[] SEC("license") = "GPL";

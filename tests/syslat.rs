@@ -1,0 +1,319 @@
+//! syslat against the real kernel: a helper process makes an exact set of system calls and
+//! syslat must count exactly those, with the latencies we injected.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+use support::*;
+
+/// `examples/syscall_workload`, built by `cargo test` beside the test binaries.
+fn workload_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let bin = dir.join("examples").join("syscall_workload");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo test`, which builds examples",
+        bin.display()
+    );
+    bin
+}
+
+/// The helper, started and waiting for SIGUSR1 before it makes its calls.
+struct Workload {
+    child: Child,
+    pid: u32,
+}
+
+impl Workload {
+    fn start(args: &[u64]) -> Workload {
+        let mut child = Command::new(workload_bin())
+            .args(args.iter().map(|n| n.to_string()))
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn syscall_workload");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let pid = line
+            .strip_prefix("ready ")
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("unexpected workload output {line:?}"));
+        Workload { child, pid }
+    }
+
+    /// Lets it make its calls and waits until it has exited.
+    fn run(mut self) {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid as i32),
+            nix::sys::signal::Signal::SIGUSR1,
+        )
+        .expect("signal workload");
+        let status = self.child.wait().expect("wait workload");
+        assert!(status.success(), "workload failed: {status:?}");
+    }
+}
+
+/// op label -> (count, p50_ns) summed over the reports of one run.
+fn per_op(stdout: &str) -> BTreeMap<String, (u64, f64, Value)> {
+    let mut ops = BTreeMap::new();
+    for report in json_lines(stdout) {
+        for h in report["histograms"].as_array().unwrap() {
+            let op = h["labels"]["op"].as_str().unwrap().to_string();
+            let entry = ops.entry(op).or_insert((0, 0.0, Value::Null));
+            entry.0 += h["count"].as_u64().unwrap();
+            entry.1 = h["p50_ns"].as_f64().unwrap();
+            entry.2 = h["log2"].clone();
+        }
+    }
+    ops
+}
+
+fn counts(stdout: &str) -> BTreeMap<String, u64> {
+    per_op(stdout).into_iter().map(|(k, v)| (k, v.0)).collect()
+}
+
+fn expect(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// Traces one workload with the given syslat flags (the filter is added by `filter`).
+fn trace(workload_args: &[u64], flags: &[&str], filter: impl Fn(u32) -> Vec<String>) -> String {
+    let workload = Workload::start(workload_args);
+    let mut args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+    args.extend(filter(workload.pid));
+    args.push("-j".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let tool = Running::start("syslat", &args);
+    workload.run();
+    let (code, out, err) = tool.interrupt();
+    assert_eq!(code, 0, "syslat failed: {err}");
+    out
+}
+
+fn by_pid(pid: u32) -> Vec<String> {
+    vec!["-p".into(), pid.to_string()]
+}
+
+#[test]
+fn counts_exactly_the_calls_of_one_process() {
+    let _g = serial();
+    require_root();
+    // Other processes make the same calls meanwhile: none of theirs may show.
+    let mut noise = Command::new("dd")
+        .args(["if=/dev/zero", "of=/dev/null", "bs=1", "count=20000000"])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn dd");
+    let out = trace(&[3000, 2000, 20, 300], &[], by_pid);
+    let _ = noise.kill();
+    let _ = noise.wait();
+    assert_eq!(
+        counts(&out),
+        expect(&[("read", 3000), ("write", 2000), ("sync", 20), ("open", 300)]),
+        "{out}"
+    );
+    let drops = &json_lines(&out)[0]["drops"];
+    assert_eq!(drops["start_full"], 0, "{out}");
+}
+
+#[test]
+fn thread_and_comm_filters() {
+    let _g = serial();
+    require_root();
+    // The pipe writer thread makes 3 write() calls: --tid of the main thread excludes them.
+    let out = trace(&[10, 20, 0, 0, 0, 3, 1], &[], |pid| {
+        vec!["--tid".into(), pid.to_string()]
+    });
+    assert_eq!(
+        counts(&out),
+        expect(&[("read", 13), ("write", 20)]),
+        "{out}"
+    );
+    // -p covers every thread of the process.
+    let out = trace(&[10, 20, 0, 0, 0, 3, 1], &[], by_pid);
+    assert_eq!(
+        counts(&out),
+        expect(&[("read", 13), ("write", 23)]),
+        "{out}"
+    );
+    // The kernel keeps 15 bytes of the name: "syscall_workloa".
+    let out = trace(&[5, 6, 1, 2], &["-c", "syscall_workloa"], |_| vec![]);
+    assert_eq!(
+        counts(&out),
+        expect(&[("read", 5), ("write", 6), ("sync", 1), ("open", 2)]),
+        "{out}"
+    );
+}
+
+#[test]
+fn failed_only_counts_the_calls_we_made_fail() {
+    let _g = serial();
+    require_root();
+    let out = trace(&[50, 40, 2, 5, 7], &["-x"], by_pid);
+    assert_eq!(counts(&out), expect(&[("read", 7)]), "{out}");
+}
+
+#[test]
+fn selection_and_per_syscall_split() {
+    let _g = serial();
+    require_root();
+    let out = trace(&[8, 9, 2, 4], &["-s", "sync,openat"], by_pid);
+    assert_eq!(counts(&out), expect(&[("sync", 2), ("openat", 4)]), "{out}");
+    let out = trace(
+        &[8, 9, 0, 0],
+        &["-s", "read,write", "--per-syscall"],
+        by_pid,
+    );
+    assert_eq!(counts(&out), expect(&[("read", 8), ("write", 9)]), "{out}");
+}
+
+/// Mounts tracefs for the duration of a test if it is not mounted (the per-syscall
+/// tracepoints need it), and unmounts it again.
+struct Tracefs {
+    mounted_by_us: bool,
+}
+
+impl Tracefs {
+    fn ensure() -> Tracefs {
+        let dir = "/sys/kernel/tracing";
+        if std::path::Path::new(dir).join("events").is_dir() {
+            return Tracefs {
+                mounted_by_us: false,
+            };
+        }
+        let ok = Command::new("mount")
+            .args(["-t", "tracefs", "nodev", dir])
+            .status()
+            .expect("run mount")
+            .success();
+        assert!(ok, "mounting tracefs on {dir} failed");
+        Tracefs {
+            mounted_by_us: true,
+        }
+    }
+}
+
+impl Drop for Tracefs {
+    fn drop(&mut self) {
+        if self.mounted_by_us {
+            let _ = Command::new("umount").arg("/sys/kernel/tracing").status();
+        }
+    }
+}
+
+#[test]
+fn per_syscall_tracepoints_count_the_same() {
+    let _g = serial();
+    require_root();
+    let _tracefs = Tracefs::ensure();
+    let out = trace(&[300, 200, 5, 30, 4], &["--attach", "tracepoint"], by_pid);
+    assert_eq!(
+        counts(&out),
+        expect(&[("read", 304), ("write", 200), ("sync", 5), ("open", 30)]),
+        "{out}"
+    );
+}
+
+#[test]
+fn injected_latency_lands_in_the_right_bucket() {
+    let _g = serial();
+    require_root();
+    // Reads on a pipe whose writer sleeps 20 ms before each byte.
+    let out = trace(&[0, 0, 0, 0, 0, 10, 20], &["-s", "read"], by_pid);
+    let ops = per_op(&out);
+    let (count, p50_ns, log2) = &ops["read"];
+    assert_eq!(*count, 10, "{out}");
+    for slot in log2.as_array().unwrap() {
+        let n = slot["count"].as_u64().unwrap();
+        if n > 0 {
+            assert_eq!(slot["low"], 16384, "all reads in 16-32 ms: {out}");
+            assert_eq!(n, 10);
+        }
+    }
+    let err = (p50_ns - 20e6).abs() / 20e6;
+    assert!(err <= 0.125, "p50 {p50_ns} ns is not within 12.5% of 20 ms");
+}
+
+#[test]
+fn text_report_has_histograms_and_totals() {
+    let _g = serial();
+    require_root();
+    let workload = Workload::start(&[100, 0, 3, 0]);
+    let tool = Running::start("syslat", &["-p", &workload.pid.to_string()]);
+    workload.run();
+    let (code, out, _) = tool.interrupt();
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("\nop = read\n     usecs               : count    distribution\n"),
+        "{out}"
+    );
+    assert!(out.contains("     count 100, total "), "{out}");
+    let table = out.split("COUNT").nth(1).expect("totals table");
+    let rows: Vec<&str> = table.lines().skip(1).filter(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    // Rows are sorted by total time (third column).
+    let totals: Vec<f64> = rows
+        .iter()
+        .map(|r| r.split_whitespace().nth(2).unwrap().parse().unwrap())
+        .collect();
+    assert!(totals[0] >= totals[1], "{out}");
+}
+
+#[test]
+fn bad_input_is_a_one_line_error() {
+    let err = assert_one_line_error(&run("syslat", &["-p", "999999999"]), "syslat");
+    assert!(err.contains("no process with ID 999999999"), "{err}");
+    let err = assert_one_line_error(&run("syslat", &["-s", "read,bogus"]), "syslat");
+    assert!(err.contains("unknown syscall or group 'bogus'"), "{err}");
+    let err = assert_one_line_error(&run("syslat", &["-c", "a_name_longer_than_15"]), "syslat");
+    assert!(err.contains("1 to 15 bytes"), "{err}");
+    let out = run("syslat", &["1", "0"]);
+    assert_one_line_error(&out, "syslat");
+    assert_eq!(out.status.code(), Some(2));
+    let err = assert_one_line_error(&run_unprivileged("syslat", &[]), "syslat");
+    assert!(err.contains("needs root"), "{err}");
+}
+
+#[test]
+fn closed_stdout_ends_quietly() {
+    let _g = serial();
+    require_root();
+    assert_closed_stdout_ends_quietly(
+        "syslat",
+        &["1"],
+        "Tracing I/O system calls... Hit Ctrl-C to end.\n",
+    );
+}
+
+#[test]
+fn explain_names_the_hooks_and_attaches() {
+    let _g = serial();
+    require_root();
+    let out = run("syslat", &["--explain"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("/sys_enter") && text.contains("/sys_exit"),
+        "{text}"
+    );
+    assert!(text.contains("loaded and attached: ok"), "{text}");
+    // Forcing raw_tp must work on every kernel we support.
+    let out = run("syslat", &["--explain", "--attach", "raw-tp"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("raw_tp/sys_enter"));
+}

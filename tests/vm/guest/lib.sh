@@ -1,0 +1,274 @@
+# shellcheck shell=sh
+# Helpers for the kernel-matrix check scripts, sourced by run-all.sh and by each <tool>.sh.
+#
+# These scripts run under busybox sh: in the VM it is the only shell, and on the host run-matrix
+# runs them with the same busybox (applets first in PATH), so both columns use the same dd, awk
+# and grep. Hence POSIX sh, not bash. No `set -e`: a failed step must be reported as a FAIL
+# marker and the next check must still run.
+#
+# A tool's checks live in tests/vm/guest/<tool>.sh and only call these helpers; run-all.sh finds
+# them, so adding a tool never touches the harness.
+#
+# Environment (set by the VM's init from the kernel command line, or by run-matrix on the host):
+#   IOSTACK_BIN          directory holding the tool binaries
+#   IOSTACK_WORK         scratch directory for tool output
+#   IOSTACK_TOOL         the tool whose checks are running (set by run-all.sh)
+#   IOSTACK_FAST_DISK    an unthrottled disk nothing else uses (vda; a loop device on the host)
+#   IOSTACK_SCRATCH_MIB  offset of the fast disk's raw scratch area, past its ext4 filesystem
+#   IOSTACK_OTHER_DISK   a second disk, for per-disk checks (optional)
+#   IOSTACK_SLOW_DISK    a disk the hypervisor throttles (optional: unset on the host)
+#   IOSTACK_THROTTLE_MS  the least latency each I/O on the slow disk gets (with IOSTACK_SLOW_DISK)
+#
+# Serial/stdout markers, one line each (run-matrix parses nothing else):
+#   IOSTACK-CHECK <tool> <check> PASS|FAIL|NA <detail>
+#   IOSTACK-PATH <tool> <key> <value>
+#   IOSTACK-DONE
+
+: "${IOSTACK_BIN:=/iostack/bin}"
+: "${IOSTACK_WORK:=/tmp/iostack}"
+: "${IOSTACK_TOOL:=harness}"
+: "${IOSTACK_SCRATCH_MIB:=0}"
+mkdir -p "$IOSTACK_WORK"
+
+# --- markers ------------------------------------------------------------------------------
+
+# check CHECK STATUS DETAIL...: one marker line; the detail is flattened to one line.
+check() {
+  _name=$1 _status=$2
+  shift 2
+  echo "IOSTACK-CHECK $IOSTACK_TOOL $_name $_status $(echo "$*" | tr '\n\r' '  ')"
+}
+pass() { _n=$1; shift; check "$_n" PASS "$@"; }
+fail() { _n=$1; shift; check "$_n" FAIL "$@"; }
+na() { _n=$1; shift; check "$_n" NA "$@"; }
+
+# check_eq CHECK GOT WANT DETAIL: PASS when the two integers are equal.
+check_eq() {
+  if [ "$2" = "$3" ]; then pass "$1" "$4 ($2)"; else fail "$1" "$4: got $2, want $3"; fi
+}
+
+# path KEY VALUE: which hook the tool chose, for the attach-path table.
+path() { echo "IOSTACK-PATH $IOSTACK_TOOL $1 $2"; }
+
+# log TEXT: context for a human reading the serial log (not parsed).
+log() { echo "iostack: $IOSTACK_TOOL: $*"; }
+
+# --- time and disks -------------------------------------------------------------------------
+
+# now_ms: milliseconds since boot (busybox date has no %N; /proc/uptime has centiseconds).
+now_ms() {
+  awk '{ split($1, t, "."); print t[1] * 1000 + substr(t[2] "00", 1, 2) * 10 }' /proc/uptime
+}
+
+# disk_ios DISK: reads + writes completed on a whole disk (fields 4 and 8 of /proc/diskstats).
+disk_ios() {
+  awk -v d="$1" '$3 == d { print $4 + $8; found = 1 } END { if (!found) print "none" }' /proc/diskstats
+}
+
+# disk_present DISK: it is a whole disk the block layer knows.
+disk_present() { [ -n "$1" ] && [ -e "/sys/block/$1/dev" ] && [ -b "/dev/$1" ]; }
+
+# dd_write DISK COUNT [SEEK]: COUNT O_DIRECT 4 KiB writes at 4 KiB block SEEK of the disk.
+dd_write() {
+  dd if=/dev/zero of="/dev/$1" bs=4096 count="$2" seek="${3:-0}" oflag=direct conv=notrunc 2>"$IOSTACK_WORK/dd.err" ||
+    { log "dd write on $1 failed: $(cat "$IOSTACK_WORK/dd.err")"; return 1; }
+}
+
+# dd_read DISK COUNT [SKIP]: COUNT O_DIRECT 4 KiB reads.
+dd_read() {
+  dd if="/dev/$1" of=/dev/null bs=4096 count="$2" skip="${3:-0}" iflag=direct 2>"$IOSTACK_WORK/dd.err" ||
+    { log "dd read on $1 failed: $(cat "$IOSTACK_WORK/dd.err")"; return 1; }
+}
+
+# scratch_block: first 4 KiB block of the fast disk's raw scratch area (outside the filesystem,
+# so raw writes there never corrupt it, even while it is mounted).
+scratch_block() { echo $((IOSTACK_SCRATCH_MIB * 256)); }
+
+# --- running a tool -------------------------------------------------------------------------
+
+# tool_start NAME ARGS...: starts the tool in the background, its stdout and stderr in
+# $IOSTACK_WORK/NAME.out and NAME.err, and waits until it says it is tracing ("Hit Ctrl-C to
+# end": on stdout, or on stderr with -j). Returns non-zero if it exits or takes 120 s first
+# (BPF loads are slow under TCG).
+tool_start() {
+  _name=$1
+  shift
+  : >"$IOSTACK_WORK/$_name.out"
+  : >"$IOSTACK_WORK/$_name.err"
+  "$IOSTACK_BIN/$IOSTACK_TOOL" "$@" >"$IOSTACK_WORK/$_name.out" 2>"$IOSTACK_WORK/$_name.err" &
+  echo $! >"$IOSTACK_WORK/$_name.pid"
+  echo "$IOSTACK_WORK/$_name.pid" >>"$IOSTACK_WORK/running"
+  tool_wait_ready "$_name"
+}
+
+# tool_wait_ready NAME: see tool_start.
+tool_wait_ready() {
+  _pid=$(cat "$IOSTACK_WORK/$1.pid")
+  _deadline=$(($(now_ms) + 120000))
+  while ! grep -q 'Hit Ctrl-C to end' "$IOSTACK_WORK/$1.out" "$IOSTACK_WORK/$1.err"; do
+    if ! pid_alive "$_pid"; then
+      log "$1 exited before tracing: $(tail -n 5 "$IOSTACK_WORK/$1.err")"
+      return 1
+    fi
+    if [ "$(now_ms)" -gt "$_deadline" ]; then
+      log "$1 did not start tracing within 120 s"
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+
+# pid_alive PID: running, not a zombie waiting to be reaped.
+pid_alive() {
+  [ -r "/proc/$1/stat" ] || return 1
+  _state=$(awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null)
+  [ -n "$_state" ] && [ "$_state" != Z ]
+}
+
+# tool_stop NAME: SIGINT (Ctrl-C: the tool prints its final report and exits), then its exit
+# status; SIGKILL and status 137 if it has not exited within 60 s.
+tool_stop() {
+  _pid=$(cat "$IOSTACK_WORK/$1.pid")
+  kill -INT "$_pid" 2>/dev/null
+  _deadline=$(($(now_ms) + 60000))
+  while pid_alive "$_pid"; do
+    if [ "$(now_ms)" -gt "$_deadline" ]; then
+      log "$1 ignored SIGINT for 60 s: killed"
+      kill -KILL "$_pid" 2>/dev/null
+      wait "$_pid" 2>/dev/null
+      return 137
+    fi
+    sleep 0.1
+  done
+  wait "$_pid"
+}
+
+# tool_run NAME ARGS...: runs the tool to completion (e.g. --explain, or with an interval and
+# count), output in NAME.out/NAME.err; returns its exit status.
+tool_run() {
+  _name=$1
+  shift
+  "$IOSTACK_BIN/$IOSTACK_TOOL" "$@" >"$IOSTACK_WORK/$_name.out" 2>"$IOSTACK_WORK/$_name.err"
+}
+
+# tool_cleanup: kills whatever tool_start left running (a check script that failed half-way);
+# tool scripts call it from an EXIT trap.
+tool_cleanup() {
+  [ -r "$IOSTACK_WORK/running" ] || return 0
+  while read -r _f; do
+    _pid=$(cat "$_f" 2>/dev/null) || continue
+    if pid_alive "$_pid"; then kill -KILL "$_pid" 2>/dev/null; fi
+  done <"$IOSTACK_WORK/running"
+  rm -f "$IOSTACK_WORK/running"
+}
+
+# out_of NAME / err_of NAME: a started tool's output files.
+out_of() { echo "$IOSTACK_WORK/$1.out"; }
+err_of() { echo "$IOSTACK_WORK/$1.err"; }
+
+# brief NAME: the last lines of a tool's stderr and stdout, one line, for FAIL details.
+brief() {
+  tail -n 3 "$IOSTACK_WORK/$1.err" "$IOSTACK_WORK/$1.out" 2>/dev/null | tr '\n' ' ' | cut -c1-400
+}
+
+# --- the tools' JSON reports (-j: one object per line) --------------------------------------
+
+# json_hists FILE: one tab-separated line per histogram of every report in FILE:
+#   disk  flags  count  sum_ns  p50_ns  max_ns  log2
+# labels absent are "-"; log2 lists the non-empty slots as "low:high:count,...".
+# busybox has no JSON parser: this relies on the stable key order the tools emit
+# (labels, count, sum_ns, avg_ns, p50_ns, ..., max_ns, log2).
+json_hists() {
+  awk '
+    function field(s, key,    r) {
+      if (match(s, "\"" key "\":\"[^\"]*\"")) {
+        r = substr(s, RSTART, RLENGTH); sub("^\"" key "\":\"", "", r); sub("\"$", "", r); return r
+      }
+      if (match(s, "\"" key "\":-?[0-9.eE+-]+")) {
+        r = substr(s, RSTART, RLENGTH); sub("^\"" key "\":", "", r); return r
+      }
+      return "-"
+    }
+    /"histograms":/ {
+      line = $0
+      sub(/^.*"histograms":\[/, "", line)
+      sub(/\],"drops".*$/, "", line)
+      n = split(line, parts, /\{"labels":/)
+      for (i = 2; i <= n; i++) {
+        h = parts[i]
+        labels = h; sub(/\}.*$/, "", labels)
+        rest = h; sub(/^[^}]*\}/, "", rest)
+        head = rest; sub(/"log2":.*$/, "", head)
+        slots = rest; sub(/^.*"log2":\[/, "", slots)
+        log2 = ""
+        while (match(slots, /"low":[0-9]+,"high":[0-9]+,"count":[0-9]+/)) {
+          s = substr(slots, RSTART, RLENGTH)
+          slots = substr(slots, RSTART + RLENGTH)
+          gsub(/"low":|"high":|"count":/, "", s)
+          split(s, v, ",")
+          if (v[3] > 0) log2 = log2 (log2 == "" ? "" : ",") v[1] ":" v[2] ":" v[3]
+        }
+        printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", field(labels, "disk"), field(labels, "flags"), \
+          field(head, "count"), field(head, "sum_ns"), field(head, "p50_ns"), field(head, "max_ns"), \
+          (log2 == "" ? "-" : log2)
+      }
+    }
+  ' "$1"
+}
+
+# json_reports FILE: how many JSON reports the tool printed.
+json_reports() { grep -c '^{"tool":' "$1"; }
+
+# json_total FILE: events counted over all histograms and reports.
+json_total() { json_hists "$1" | awk -F'\t' '{ n += $3 } END { print n + 0 }'; }
+
+# json_sum_ns FILE: total latency over all histograms and reports, in ns.
+json_sum_ns() { json_hists "$1" | awk -F'\t' '{ s += $4 } END { printf "%.0f\n", s }'; }
+
+# json_count_where FILE COLUMN REGEX: events in histograms whose label (1 disk, 2 flags) matches.
+json_count_where() {
+  json_hists "$1" | awk -F'\t' -v c="$2" -v re="$3" '$c ~ re { n += $3 } END { print n + 0 }'
+}
+
+# json_below FILE COLUMN REGEX LIMIT: events of the matching histograms in log2 slots that lie
+# wholly below LIMIT (in the report's unit): latencies certainly smaller than LIMIT.
+json_below() {
+  json_hists "$1" | awk -F'\t' -v c="$2" -v re="$3" -v lim="$4" '
+    $c ~ re && $7 != "-" {
+      k = split($7, slot, ",")
+      for (i = 1; i <= k; i++) { split(slot[i], v, ":"); if (v[2] + 1 <= lim) n += v[3] }
+    }
+    END { print n + 0 }'
+}
+
+# json_drops FILE: the drops objects of all reports, e.g. "no_start=0 hist_full=0 ...".
+json_drops() {
+  awk '/"drops":/ { d = $0; sub(/^.*"drops":\{/, "", d); sub(/\}.*$/, "", d); gsub(/"/, "", d); gsub(/:/, "=", d); gsub(/,/, " ", d); print d }' "$1" |
+    tr '\n' ' '
+}
+
+# --- what this kernel offers (for checks that verify a tool's choices) -----------------------
+
+# ksym_text NAME: the kernel has a function of this name (not wholly inlined).
+ksym_text() { awk -v f="$1" '$3 == f && ($2 == "t" || $2 == "T") { found = 1; exit } END { exit !found }' /proc/kallsyms; }
+
+# has_tracepoint NAME: the block tracepoint exists: its __traceiter_ function (5.10+) or
+# __tracepoint_ data symbol in kallsyms, so no tracefs is needed (the host may not mount it).
+has_tracepoint() {
+  awk -v a="__traceiter_$1" -v b="__tracepoint_$1" '$3 == a || $3 == b { found = 1; exit } END { exit !found }' /proc/kallsyms ||
+    [ -d "/sys/kernel/tracing/events/block/$1" ] || [ -d "/sys/kernel/debug/tracing/events/block/$1" ]
+}
+
+# kprobes_possible: the kernel can create kprobes (the kprobe PMU or kprobe_events exists).
+kprobes_possible() {
+  [ -e /sys/bus/event_source/devices/kprobe/type ] || [ -e /sys/kernel/tracing/kprobe_events ] ||
+    [ -e /sys/kernel/debug/tracing/kprobe_events ]
+}
+
+# ftrace_function NAME: ftrace can hook the function (fentry needs this).
+ftrace_function() {
+  for _f in /sys/kernel/tracing/available_filter_functions /sys/kernel/debug/tracing/available_filter_functions; do
+    [ -r "$_f" ] && grep -q "^$1\( \|\$\)" "$_f" && return 0
+  done
+  return 1
+}
