@@ -1,4 +1,5 @@
-//! Compiles every `src/bpf/<tool>.bpf.c` into a libbpf-rs skeleton `$OUT_DIR/<tool>.skel.rs`.
+//! Compiles every `src/bpf/<tool>.bpf.c` (and the benchmarks' `examples/<name>.bpf.c`) into a
+//! libbpf-rs skeleton `$OUT_DIR/<name>.skel.rs`.
 use std::env;
 use std::fs;
 use std::path::PathBuf;
@@ -14,9 +15,10 @@ fn main() {
     };
     let vmlinux_dir = format!("vmlinux/{arch}");
 
-    let mut sources: Vec<PathBuf> = fs::read_dir("src/bpf")
-        .expect("src/bpf exists")
-        .map(|entry| entry.expect("readable src/bpf entry").path())
+    let mut sources: Vec<PathBuf> = ["src/bpf", "examples"]
+        .iter()
+        .flat_map(|dir| fs::read_dir(dir).unwrap_or_else(|e| panic!("reading {dir}: {e}")))
+        .map(|entry| entry.expect("readable directory entry").path())
         .filter(|path| path.to_string_lossy().ends_with(".bpf.c"))
         .collect();
     sources.sort();
@@ -38,5 +40,6 @@ fn main() {
             .unwrap_or_else(|err| panic!("compiling {}: {err:#}", source.display()));
     }
     println!("cargo:rerun-if-changed=src/bpf");
+    println!("cargo:rerun-if-changed=examples");
     println!("cargo:rerun-if-changed={vmlinux_dir}/vmlinux.h");
 }

@@ -70,14 +70,19 @@ static __always_inline struct hist *hist_get(void *map, const void *key)
  * same CPU, so counters use atomic adds (uncontended, hence cheap). max is best effort. */
 static __always_inline void hist_record(struct hist *h, __u64 delta_ns)
 {
-	__u32 slot = log2_u64(delta_ns / unit_ns);
-	__u32 fine = fine_bucket(delta_ns);
+	/* 64-bit indexes: no zero-extension between the bounds check and the access. */
+	__u64 slot = log2_u64(delta_ns / unit_ns);
+	__u64 fine = fine_bucket(delta_ns);
 
+	/* barrier_var: make the compiler bounds-check the very register it indexes with; older
+	 * verifiers (5.10, 6.1) cannot tie a check on a copy back to the access. */
+	barrier_var(slot);
 	if (slot >= HIST_LOG2_SLOTS)
 		slot = HIST_LOG2_SLOTS - 1;
 	__sync_fetch_and_add(&h->count, 1);
 	__sync_fetch_and_add(&h->sum_ns, delta_ns);
 	__sync_fetch_and_add(&h->slots[slot], 1);
+	barrier_var(fine);
 	if (fine < HIST_FINE_BUCKETS)
 		__sync_fetch_and_add(&h->fine[fine], 1);
 	if (delta_ns > h->max_ns)

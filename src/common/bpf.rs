@@ -219,6 +219,10 @@ where
 
 fn load_advice(plan: &crate::common::probe::AttachPlan, err: libbpf_rs::Error) -> anyhow::Error {
     let hint = match err.kind() {
+        // As root, EACCES/EPERM at load is the verifier (or lockdown), not a missing privilege.
+        libbpf_rs::ErrorKind::PermissionDenied if nix::unistd::geteuid().is_root() => {
+            "the kernel's verifier rejected a program: run with -v to see its log, and please report it as a bug"
+        }
         libbpf_rs::ErrorKind::PermissionDenied => {
             "the kernel refused the BPF programs: run as root, and check kernel.unprivileged_bpf_disabled and lockdown"
         }

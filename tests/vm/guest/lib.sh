@@ -11,6 +11,7 @@
 #
 # Environment (set by the VM's init from the kernel command line, or by run-matrix on the host):
 #   IOSTACK_BIN          directory holding the tool binaries
+#   IOSTACK_HELPERS      directory holding test helpers (examples/*.rs, e.g. syscall_workload)
 #   IOSTACK_WORK         scratch directory for tool output
 #   IOSTACK_TOOL         the tool whose checks are running (set by run-all.sh)
 #   IOSTACK_FAST_DISK    an unthrottled disk nothing else uses (vda; a loop device on the host)
@@ -36,7 +37,7 @@ mkdir -p "$IOSTACK_WORK"
 check() {
   _name=$1 _status=$2
   shift 2
-  echo "IOSTACK-CHECK $IOSTACK_TOOL $_name $_status $(echo "$*" | tr '\n\r' '  ')"
+  echo "IOSTACK-CHECK $IOSTACK_TOOL $_name $_status $(printf '%s' "$*" | tr '\n\r' '  ')"
 }
 pass() { _n=$1; shift; check "$_n" PASS "$@"; }
 fail() { _n=$1; shift; check "$_n" FAIL "$@"; }
@@ -47,8 +48,9 @@ check_eq() {
   if [ "$2" = "$3" ]; then pass "$1" "$4 ($2)"; else fail "$1" "$4: got $2, want $3"; fi
 }
 
-# path KEY VALUE: which hook the tool chose, for the attach-path table.
-path() { echo "IOSTACK-PATH $IOSTACK_TOOL $1 $2"; }
+# path KEY VALUE: which hook the tool chose, for the attach-path table ("none" if the tool
+# did not say: the check that ran it reports why).
+path() { echo "IOSTACK-PATH $IOSTACK_TOOL $1 ${2:-none}"; }
 
 # log TEXT: context for a human reading the serial log (not parsed).
 log() { echo "iostack: $IOSTACK_TOOL: $*"; }
@@ -86,11 +88,10 @@ scratch_block() { echo $((IOSTACK_SCRATCH_MIB * 256)); }
 
 # --- running a tool -------------------------------------------------------------------------
 
-# tool_start NAME ARGS...: starts the tool in the background, its stdout and stderr in
-# $IOSTACK_WORK/NAME.out and NAME.err, and waits until it says it is tracing ("Hit Ctrl-C to
-# end": on stdout, or on stderr with -j). Returns non-zero if it exits or takes 120 s first
-# (BPF loads are slow under TCG).
-tool_start() {
+# tool_spawn NAME ARGS...: starts the tool in the background, its stdout and stderr in
+# $IOSTACK_WORK/NAME.out and NAME.err. Several can be spawned, then each awaited with
+# tool_wait_ready: loading BPF is slow under TCG, and they load in parallel.
+tool_spawn() {
   _name=$1
   shift
   : >"$IOSTACK_WORK/$_name.out"
@@ -98,10 +99,16 @@ tool_start() {
   "$IOSTACK_BIN/$IOSTACK_TOOL" "$@" >"$IOSTACK_WORK/$_name.out" 2>"$IOSTACK_WORK/$_name.err" &
   echo $! >"$IOSTACK_WORK/$_name.pid"
   echo "$IOSTACK_WORK/$_name.pid" >>"$IOSTACK_WORK/running"
-  tool_wait_ready "$_name"
 }
 
-# tool_wait_ready NAME: see tool_start.
+# tool_start NAME ARGS...: tool_spawn, then tool_wait_ready.
+tool_start() {
+  tool_spawn "$@"
+  tool_wait_ready "$1"
+}
+
+# tool_wait_ready NAME: waits until the tool says it is tracing ("Hit Ctrl-C to end": on stdout,
+# or on stderr with -j); non-zero if it exits or takes 120 s first.
 tool_wait_ready() {
   _pid=$(cat "$IOSTACK_WORK/$1.pid")
   _deadline=$(($(now_ms) + 120000))
@@ -166,15 +173,27 @@ tool_cleanup() {
 out_of() { echo "$IOSTACK_WORK/$1.out"; }
 err_of() { echo "$IOSTACK_WORK/$1.err"; }
 
-# brief NAME: the last lines of a tool's stderr and stdout, one line, for FAIL details.
+# brief NAME: why a tool run went wrong, on one line for a FAIL detail: the end of its stderr
+# (or of its stdout when stderr is empty).
 brief() {
-  tail -n 3 "$IOSTACK_WORK/$1.err" "$IOSTACK_WORK/$1.out" 2>/dev/null | tr '\n' ' ' | cut -c1-400
+  _f="$IOSTACK_WORK/$1.err"
+  [ -s "$_f" ] || _f="$IOSTACK_WORK/$1.out"
+  tail -n 2 "$_f" 2>/dev/null | tr '\n' ' ' | cut -c1-300
+}
+
+# log_verbose NAME ARGS...: when a tool cannot load, runs it again with -v and copies the end
+# of libbpf's log (the verifier's verdict) to the console, for the bug report.
+log_verbose() {
+  _name=$1
+  shift
+  tool_run "$_name" -v "$@"
+  tail -n "${IOSTACK_VERBOSE_LINES:-25}" "$IOSTACK_WORK/$_name.err" | sed "s/^/iostack: $IOSTACK_TOOL -v: /"
 }
 
 # --- the tools' JSON reports (-j: one object per line) --------------------------------------
 
 # json_hists FILE: one tab-separated line per histogram of every report in FILE:
-#   disk  flags  count  sum_ns  p50_ns  max_ns  log2
+#   disk  flags  count  sum_ns  p50_ns  max_ns  log2  op
 # labels absent are "-"; log2 lists the non-empty slots as "low:high:count,...".
 # busybox has no JSON parser: this relies on the stable key order the tools emit
 # (labels, count, sum_ns, avg_ns, p50_ns, ..., max_ns, log2).
@@ -208,9 +227,9 @@ json_hists() {
           split(s, v, ",")
           if (v[3] > 0) log2 = log2 (log2 == "" ? "" : ",") v[1] ":" v[2] ":" v[3]
         }
-        printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", field(labels, "disk"), field(labels, "flags"), \
+        printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", field(labels, "disk"), field(labels, "flags"), \
           field(head, "count"), field(head, "sum_ns"), field(head, "p50_ns"), field(head, "max_ns"), \
-          (log2 == "" ? "-" : log2)
+          (log2 == "" ? "-" : log2), field(labels, "op")
       }
     }
   ' "$1"
@@ -225,7 +244,8 @@ json_total() { json_hists "$1" | awk -F'\t' '{ n += $3 } END { print n + 0 }'; }
 # json_sum_ns FILE: total latency over all histograms and reports, in ns.
 json_sum_ns() { json_hists "$1" | awk -F'\t' '{ s += $4 } END { printf "%.0f\n", s }'; }
 
-# json_count_where FILE COLUMN REGEX: events in histograms whose label (1 disk, 2 flags) matches.
+# json_count_where FILE COLUMN REGEX: events in histograms whose label (1 disk, 2 flags, 8 op)
+# matches.
 json_count_where() {
   json_hists "$1" | awk -F'\t' -v c="$2" -v re="$3" '$c ~ re { n += $3 } END { print n + 0 }'
 }
@@ -243,8 +263,12 @@ json_below() {
 
 # json_drops FILE: the drops objects of all reports, e.g. "no_start=0 hist_full=0 ...".
 json_drops() {
-  awk '/"drops":/ { d = $0; sub(/^.*"drops":\{/, "", d); sub(/\}.*$/, "", d); gsub(/"/, "", d); gsub(/:/, "=", d); gsub(/,/, " ", d); print d }' "$1" |
-    tr '\n' ' '
+  awk '/"drops":/ {
+      d = $0; sub(/^.*"drops":\{/, "", d); sub(/\}.*$/, "", d)
+      gsub(/"/, "", d); gsub(/:/, "=", d); gsub(/,/, " ", d)
+      all = all (all == "" ? "" : "; ") d
+    }
+    END { print all }' "$1"
 }
 
 # --- what this kernel offers (for checks that verify a tool's choices) -----------------------
