@@ -91,37 +91,30 @@ fn run(cli: Cli) -> Result<()> {
     let comm = cli.comm.as_deref().map(CommFilter::parse).transpose()?;
     require_privileges("syslat")?;
     let prober = Prober::new()?;
-    let plan = plan_syscall_hooks(&prober, cli.attach, &ops)?;
+    let mut plan = plan_syscall_hooks(&prober, cli.attach, &ops)?;
     let unit = Unit::from_millis_flag(cli.common.milliseconds);
 
-    let mut storage = MaybeUninit::uninit();
-    let (mut skel, _links) =
-        load_planned(SyslatSkelBuilder::default(), &mut storage, &plan, |open| {
-            let rodata = open
-                .maps
-                .rodata_data
-                .as_deref_mut()
-                .context("syslat's .rodata is not mapped")?;
-            rodata.unit_ns = unit.ns();
-            for (i, op) in ops.iter().enumerate() {
-                for s in &op.members {
-                    // Slot 0 means "not traced"; numbers beyond the table cannot be traced.
-                    let nr = usize::try_from(s.nr).ok().filter(|&nr| nr < MAX_NR);
-                    let nr = nr.with_context(|| format!("{} has number {}", s.name, s.nr))?;
-                    rodata.sys_slot[nr] = (i + 1) as u8;
-                }
-            }
-            rodata.filter_tgid = tasks.tgid;
-            rodata.filter_tid = tasks.tid;
-            if let Some(c) = &comm {
-                rodata.filter_comm = true;
-                for (dst, src) in rodata.comm.iter_mut().zip(c.bytes()) {
-                    *dst = src as _;
-                }
-            }
-            rodata.failed_only = cli.failed;
-            Ok(())
-        })?;
+    let config = Config {
+        ops: &ops,
+        tasks,
+        comm: comm.as_ref(),
+        failed: cli.failed,
+        unit,
+    };
+    // Task-local storage where the kernel offers it to tracing programs, else a hash map.
+    let (mut storage, mut fallback_storage) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+    let (mut skel, _links, starts) = match load(&mut storage, &plan, &config, true) {
+        Ok((skel, links)) => (skel, links, "task-local storage (bpf_task_storage_get)"),
+        Err(_) => {
+            let (skel, links) = load(&mut fallback_storage, &plan, &config, false)?;
+            (
+                skel,
+                links,
+                "hash map by thread id (no task storage for tracing here)",
+            )
+        }
+    };
+    plan.decide("starts", starts);
 
     let mut out = Out::new();
     if cli.common.explain {
@@ -166,6 +159,55 @@ fn run(cli: Cli) -> Result<()> {
             totals: true,
         };
         out.write(&report.render(cli.common.json))
+    })
+}
+
+/// What the BPF side is configured with.
+struct Config<'a> {
+    ops: &'a [TracedOp],
+    tasks: TaskFilter,
+    comm: Option<&'a CommFilter>,
+    failed: bool,
+    unit: Unit,
+}
+
+fn load<'obj>(
+    storage: &'obj mut MaybeUninit<libbpf_rs::OpenObject>,
+    plan: &AttachPlan,
+    config: &Config,
+    per_task: bool,
+) -> Result<(skel::SyslatSkel<'obj>, Vec<libbpf_rs::Link>)> {
+    load_planned(SyslatSkelBuilder::default(), storage, plan, |open| {
+        // The map type of the path not taken must not even be created (5.10 has none).
+        open.maps.task_starts.set_autocreate(per_task)?;
+        if per_task {
+            open.maps.starts.set_max_entries(1)?;
+        }
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .context("syslat's .rodata is not mapped")?;
+        rodata.unit_ns = config.unit.ns();
+        rodata.per_task = per_task;
+        for (i, op) in config.ops.iter().enumerate() {
+            for s in &op.members {
+                // Slot 0 means "not traced"; numbers beyond the table cannot be traced.
+                let nr = usize::try_from(s.nr).ok().filter(|&nr| nr < MAX_NR);
+                let nr = nr.with_context(|| format!("{} has number {}", s.name, s.nr))?;
+                rodata.sys_slot[nr] = (i + 1) as u8;
+            }
+        }
+        rodata.filter_tgid = config.tasks.tgid;
+        rodata.filter_tid = config.tasks.tid;
+        if let Some(c) = config.comm {
+            rodata.filter_comm = true;
+            for (dst, src) in rodata.comm.iter_mut().zip(c.bytes()) {
+                *dst = src as _;
+            }
+        }
+        rodata.failed_only = config.failed;
+        Ok(())
     })
 }
 

@@ -38,18 +38,31 @@ static __always_inline __u32 log2_u64(__u64 v)
 	return r;
 }
 
-/* Index of the log-linear bucket holding v (see hist.h); mirrored by fine_bucket_bounds() in
- * src/common/hist.rs. */
-static __always_inline __u32 fine_bucket(__u64 v)
+/* Index of the log-linear bucket holding v, given h = log2_u64(v) (see hist.h); mirrored by
+ * fine_bucket_bounds() in src/common/hist.rs. */
+static __always_inline __u32 fine_bucket_h(__u64 v, __u32 h)
 {
-	__u32 h, idx;
+	__u32 idx;
 
 	if (v < (1 << HIST_SUB_BITS))
 		return v;
-	h = log2_u64(v);
 	idx = ((h - HIST_SUB_BITS + 1) << HIST_SUB_BITS) +
 	      ((v >> (h - HIST_SUB_BITS)) & ((1 << HIST_SUB_BITS) - 1));
 	return idx < HIST_FINE_BUCKETS ? idx : HIST_FINE_BUCKETS - 1;
+}
+
+/* floor(log2(v / unit_ns)) without a division (slow on the hot path), given h = log2_u64(v):
+ * with u = floor(log2(unit_ns)), the answer is h - u or h - u - 1. */
+static __always_inline __u64 unit_log2(__u64 v, __u32 h)
+{
+	__u32 u = log2_u64(unit_ns), k;
+
+	if (v < unit_ns)
+		return 0;
+	k = h - u;
+	if ((unit_ns << k) > v)
+		k--;
+	return k;
 }
 
 /* Find or create the histogram for key in a per-CPU hash map. */
@@ -66,13 +79,43 @@ static __always_inline struct hist *hist_get(void *map, const void *key)
 	return h;
 }
 
+/* log2 slot in the display unit, bounded */
+static __always_inline __u64 hist_slot(__u64 delta_ns, __u32 h)
+{
+	__u64 slot = unit_log2(delta_ns, h);
+
+	return slot < HIST_LOG2_SLOTS ? slot : HIST_LOG2_SLOTS - 1;
+}
+
+/* For a program that never runs concurrently with itself on one CPU (e.g. sys_exit: never in
+ * IRQ context; the kernel skips, and counts as a miss, any nested run of the same program), on
+ * a per-CPU value: plain adds, no lock prefix. */
+static __always_inline void hist_record_exclusive(struct hist *h, __u64 delta_ns)
+{
+	__u32 lg = log2_u64(delta_ns);
+	__u64 slot = hist_slot(delta_ns, lg);
+	__u64 fine = fine_bucket_h(delta_ns, lg);
+
+	h->count++;
+	h->sum_ns += delta_ns;
+	barrier_var(slot);
+	if (slot < HIST_LOG2_SLOTS)
+		h->slots[slot]++;
+	barrier_var(fine);
+	if (fine < HIST_FINE_BUCKETS)
+		h->fine[fine]++;
+	if (delta_ns > h->max_ns)
+		h->max_ns = delta_ns;
+}
+
 /* Values are per CPU, but a completion in IRQ context can interrupt one in task context on the
  * same CPU, so counters use atomic adds (uncontended, hence cheap). max is best effort. */
 static __always_inline void hist_record(struct hist *h, __u64 delta_ns)
 {
 	/* 64-bit indexes: no zero-extension between the bounds check and the access. */
-	__u64 slot = log2_u64(delta_ns / unit_ns);
-	__u64 fine = fine_bucket(delta_ns);
+	__u32 lg = log2_u64(delta_ns);
+	__u64 slot = unit_log2(delta_ns, lg);
+	__u64 fine = fine_bucket_h(delta_ns, lg);
 
 	/* barrier_var: make the compiler bounds-check the very register it indexes with; older
 	 * verifiers (5.10, 6.1) cannot tie a check on a copy back to the access. */

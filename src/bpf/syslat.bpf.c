@@ -15,9 +15,20 @@ const volatile __u32 filter_tid = 0;
 const volatile bool filter_comm = false;
 const volatile char comm[TASK_COMM_LEN] = {};
 const volatile bool failed_only = false;
+/* Keep starts in task-local storage (kernels that offer it to tracing programs, 5.11+): found
+ * through the task itself, no hashing, freed with the task. User space loads with this set
+ * and falls back to the hash map where the kernel refuses. */
+const volatile bool per_task = false;
 
-/* One entry per thread that made a traced call. It is reused in place (plain stores, no map
- * update) and removed when the thread exits, so it holds at most the live threads. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct syslat_start);
+} task_starts SEC(".maps");
+
+/* The fallback: one entry per thread that made a traced call, reused in place (plain stores,
+ * no map update) and removed when the thread exits, so it holds at most the live threads. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
@@ -36,13 +47,41 @@ struct {
 /* x86's marker of a 32-bit (ia32 compat) syscall in progress: its numbers differ from ours. */
 #define TS_COMPAT 0x0002
 
-static __always_inline bool in_compat_syscall(void)
+/* task: the current task as a trusted pointer (per_task mode), else NULL. */
+static __always_inline bool in_compat_syscall(struct task_struct *task)
 {
-	struct task_struct *task = (void *)bpf_get_current_task();
-
+	if (task) {
+		/* A trusted pointer: a direct load instead of a probe_read. */
+		if (!bpf_core_field_exists(task->thread_info.status))
+			return false;
+		return task->thread_info.status & TS_COMPAT;
+	}
+	task = (void *)bpf_get_current_task();
 	if (!bpf_core_field_exists(task->thread_info.status))
 		return false;
 	return BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+}
+
+static __always_inline struct task_struct *current_task_btf(void)
+{
+	return per_task ? bpf_get_current_task_btf() : NULL;
+}
+
+/* The calling thread's start slot; with create, made if missing (NULL when that fails). */
+static __always_inline struct syslat_start *start_slot(struct task_struct *task, bool create)
+{
+	struct syslat_start *s, fresh = {};
+	__u32 tid;
+
+	if (per_task)
+		return bpf_task_storage_get(&task_starts, task, 0,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	tid = bpf_get_current_pid_tgid();
+	s = bpf_map_lookup_elem(&starts, &tid);
+	if (s || !create)
+		return s;
+	bpf_map_update_elem(&starts, &tid, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&starts, &tid);
 }
 
 static __always_inline bool comm_matches(void)
@@ -59,12 +98,18 @@ static __always_inline bool comm_matches(void)
 	return true;
 }
 
-static __always_inline bool task_selected(__u64 pid_tgid)
+/* The -p/--tid/-c filters; free when none is set (the constants remove the code). */
+static __always_inline bool task_selected(void)
 {
-	if (filter_tgid && (pid_tgid >> 32) != filter_tgid)
-		return false;
-	if (filter_tid && (__u32)pid_tgid != filter_tid)
-		return false;
+	__u64 pid_tgid;
+
+	if (filter_tgid || filter_tid) {
+		pid_tgid = bpf_get_current_pid_tgid();
+		if (filter_tgid && (pid_tgid >> 32) != filter_tgid)
+			return false;
+		if (filter_tid && (__u32)pid_tgid != filter_tid)
+			return false;
+	}
 	return !filter_comm || comm_matches();
 }
 
@@ -78,46 +123,39 @@ static __always_inline __u32 slot_of(long id)
 static __always_inline int on_enter(long id)
 {
 	__u32 slot = slot_of(id);
-	struct syslat_start *s, fresh = {};
-	__u64 pid_tgid;
-	__u32 tid;
+	struct task_struct *task;
+	struct syslat_start *s;
 
-	if (!slot)
+	if (!slot || !task_selected())
 		return 0;
-	pid_tgid = bpf_get_current_pid_tgid();
-	if (!task_selected(pid_tgid) || in_compat_syscall())
+	task = current_task_btf();
+	if (in_compat_syscall(task))
 		return 0;
-	tid = pid_tgid;
-	s = bpf_map_lookup_elem(&starts, &tid);
-	if (s) {
-		s->slot = slot;
-		s->ts = bpf_ktime_get_ns();
+	s = start_slot(task, true);
+	if (!s) {
+		count_drop(DROP_START_FULL);
 		return 0;
 	}
-	fresh.slot = slot;
-	fresh.ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&starts, &tid, &fresh, BPF_NOEXIST))
-		count_drop(DROP_START_FULL);
+	s->slot = slot;
+	s->ts = bpf_ktime_get_ns();
 	return 0;
 }
 
 static __always_inline int on_exit(long id, long ret)
 {
-	__u64 pid_tgid, now, ts;
+	struct task_struct *task;
 	struct syslat_start *s;
 	struct hist *h;
-	__u32 tid, idx;
+	__u64 now, ts;
+	__u32 idx;
 
-	if (!slot_of(id))
+	if (!slot_of(id) || !task_selected())
 		return 0;
-	pid_tgid = bpf_get_current_pid_tgid();
-	if (!task_selected(pid_tgid))
-		return 0;
-	tid = pid_tgid;
-	s = bpf_map_lookup_elem(&starts, &tid);
+	task = current_task_btf();
+	s = start_slot(task, false);
 	if (!s || !s->ts) {
 		/* In flight when tracing began; compat calls were never started on purpose. */
-		if (!in_compat_syscall())
+		if (!in_compat_syscall(task))
 			count_drop(DROP_NO_START);
 		return 0;
 	}
@@ -134,7 +172,7 @@ static __always_inline int on_exit(long id, long ret)
 	idx = (hist_gen & 1) * SYSLAT_MAX_SLOTS + (idx & (SYSLAT_MAX_SLOTS - 1));
 	h = bpf_map_lookup_elem(&hists, &idx);
 	if (h)
-		hist_record(h, now - ts);
+		hist_record_exclusive(h, now - ts);
 	return 0;
 }
 
@@ -142,7 +180,9 @@ static __always_inline int on_task_exit(void)
 {
 	__u32 tid = bpf_get_current_pid_tgid();
 
-	bpf_map_delete_elem(&starts, &tid);
+	/* Task storage goes with the task; the hash entry must be removed. */
+	if (!per_task)
+		bpf_map_delete_elem(&starts, &tid);
 	return 0;
 }
 

@@ -23,6 +23,7 @@ else
 fi
 path enter "$(awk '$1 == "enter" { print $2; exit }' "$(out_of explain)")"
 path exit "$(awk '$1 == "exit" { print $2; exit }' "$(out_of explain)")"
+path starts "$(awk '$1 == "starts" { print $2 "-" $3; exit }' "$(out_of explain)")"
 
 # traced NAME WORKLOAD_ARGS -- SYSLAT_ARGS: starts the workload (it waits for SIGUSR1), traces
 # it with syslat -j, lets it run, waits for its exit, stops syslat. Output in NAME.out.
