@@ -63,7 +63,8 @@ static __always_inline int on_issue(struct request *rq)
 	return stamp(rq, q_start == Q_START_OFF ? BPF_ANY : BPF_NOEXIST);
 }
 
-static __always_inline int on_complete(struct request *rq)
+/* nr_bytes unused: a request is recorded at its first completion event, as bcc biolatency does. */
+static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 key = (__u64)rq;
@@ -102,67 +103,6 @@ static __always_inline int on_complete(struct request *rq)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_issue")
-int issue_btf(__u64 *ctx)
-{
-	return on_issue(rq_tp_request(ctx));
-}
-
-SEC("raw_tp/block_rq_issue")
-int issue_raw(struct bpf_raw_tracepoint_args *ctx)
-{
-	return on_issue(rq_tp_request(ctx->args));
-}
-
-SEC("tp_btf/block_rq_complete")
-int complete_btf(__u64 *ctx)
-{
-	return on_complete((struct request *)ctx[0]);
-}
-
-SEC("raw_tp/block_rq_complete")
-int complete_raw(struct bpf_raw_tracepoint_args *ctx)
-{
-	return on_complete((struct request *)ctx->args[0]);
-}
-
-/* -Q start points, best first; user space loads exactly one of them. */
-SEC("tp_btf/block_io_start")
-int io_start_btf(__u64 *ctx)
-{
-	return on_queue_start((struct request *)ctx[0]);
-}
-
-SEC("raw_tp/block_io_start")
-int io_start_raw(struct bpf_raw_tracepoint_args *ctx)
-{
-	return on_queue_start((struct request *)ctx->args[0]);
-}
-
-/* Retargeted by user space to __blk_account_io_start where that is the attachable name. */
-SEC("fentry/blk_account_io_start")
-int BPF_PROG(account_start_fentry, struct request *rq)
-{
-	return on_queue_start(rq);
-}
-
-SEC("kprobe/blk_account_io_start")
-int BPF_KPROBE(account_start_kprobe, struct request *rq)
-{
-	return on_queue_start(rq);
-}
-
-/* With Q_START_RQ_FIELD, covers requests whose rq->start_time_ns is 0 (queue without iostats). */
-SEC("tp_btf/block_rq_insert")
-int insert_btf(__u64 *ctx)
-{
-	return on_queue_start(rq_tp_request(ctx));
-}
-
-SEC("raw_tp/block_rq_insert")
-int insert_raw(struct bpf_raw_tracepoint_args *ctx)
-{
-	return on_queue_start(rq_tp_request(ctx->args));
-}
+#include "blk_hooks.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";

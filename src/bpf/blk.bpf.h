@@ -34,11 +34,48 @@ static __always_inline __u32 rq_dev(struct request *rq)
  * the verifier, so a two-argument read never reaches a one-argument kernel. */
 const volatile bool rq_tp_single_arg = true;
 
+/* args[first ? 0 : 1] as two fixed-offset loads: folded into one load at a computed offset, as
+ * clang likes to do, it is rejected by the 5.10 verifier ("dereference of modified ctx ptr"). */
+static __always_inline __u64 tp_arg0_or_1(__u64 *args, bool first)
+{
+	__u64 v;
+
+	if (first) {
+		v = args[0];
+		barrier_var(v);
+	} else {
+		v = args[1];
+		barrier_var(v);
+	}
+	return v;
+}
+
 static __always_inline struct request *rq_tp_request(__u64 *args)
 {
-	if (rq_tp_single_arg)
-		return (struct request *)args[0];
-	return (struct request *)args[1];
+	return (struct request *)tp_arg0_or_1(args, rq_tp_single_arg);
+}
+
+/* bio->bi_disk until 5.11, then bio->bi_bdev->bd_disk (the whole disk, also for a partition). */
+struct bio___with_bi_disk {
+	struct gendisk *bi_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline struct gendisk *bio_gendisk(struct bio *bio)
+{
+	struct bio___with_bi_disk *old = (void *)bio;
+
+	if (bpf_core_field_exists(old->bi_disk))
+		return BPF_CORE_READ(old, bi_disk);
+	return BPF_CORE_READ(bio, bi_bdev, bd_disk);
+}
+
+static __always_inline __u32 bio_dev(struct bio *bio)
+{
+	struct gendisk *disk = bio_gendisk(bio);
+
+	if (!disk)
+		return 0;
+	return IOSTACK_MKDEV(BPF_CORE_READ(disk, major), BPF_CORE_READ(disk, first_minor));
 }
 
 #endif

@@ -161,3 +161,111 @@ fn plan_queue_start(prober: &Prober, flavor: Flavor, plan: &mut AttachPlan) -> Q
     );
     QueueStart::RqField
 }
+
+/// Who submitted each request, for tools that report per-I/O events: `block_bio_queue` and
+/// `block_split` run in the submitter's context on every kernel (`block_io_start` is 6.5+, and
+/// `blk_account_io_start` is inlined on 6.1; issue and insert may run in a kworker). Adds the
+/// programs `bio_queue_*` and `split_*` in the flavor the block tracepoints of `plan` use, and
+/// returns whether these tracepoints still pass the request queue first (before 5.11), read from
+/// their BTF prototypes.
+pub fn plan_bio_owner(prober: &Prober, plan: &mut AttachPlan) -> Result<bool> {
+    if !prober.has_tracepoint("block", "block_bio_queue") {
+        return Err(anyhow!(
+            "this kernel has no block:block_bio_queue tracepoint, which {} needs to know who submitted each I/O",
+            plan.tool
+        ));
+    }
+    let flavor = if plan.uses("issue_btf") {
+        Flavor::TpBtf
+    } else {
+        Flavor::RawTp
+    };
+    let arity = prober.tracepoint_arity("block_bio_queue");
+    let with_queue = arity == Some(2);
+    plan.add(
+        "submitter",
+        program(flavor, "bio_queue_btf", "bio_queue_raw"),
+        flavor,
+        "block_bio_queue",
+        "runs in the submitting task: its pid/comm, looked up by the request's first bio",
+    );
+    plan.decide(
+        "bio args",
+        match arity {
+            Some(n) => {
+                format!("block_bio_queue passes {n} argument(s) (btf_trace_block_bio_queue in BTF)")
+            }
+            None => "block_bio_queue prototype not in BTF: assuming (bio)".into(),
+        },
+    );
+    // block_split loses its queue argument in the same release; a kernel where the two disagree
+    // (a partial backport) keeps block_bio_queue only.
+    let split_arity = prober.tracepoint_arity("block_split");
+    if prober.has_tracepoint("block", "block_split")
+        && split_arity.map(|n| n == 3) == arity.map(|n| n == 2)
+    {
+        plan.add(
+            "submitter",
+            program(flavor, "split_btf", "split_raw"),
+            flavor,
+            "block_split",
+            "the front part of a split bio, never passed to block_bio_queue",
+        );
+    } else {
+        plan.decide(
+            "split",
+            "block_split not used (absent, or its arguments differ from block_bio_queue's)",
+        );
+    }
+    Ok(with_queue)
+}
+
+/// The `--stage submit` hooks: entry and return of the function every bio goes through.
+pub struct SubmitHooks {
+    pub plan: AttachPlan,
+    /// `submit_bio_noacct` (5.9+), `generic_make_request` before it, or `submit_bio`.
+    pub function: &'static str,
+}
+
+/// Plans bio submission timing: fentry/fexit where they attach, else kprobe/kretprobe, on the
+/// first of `submit_bio_noacct`, `generic_make_request`, `submit_bio` this kernel has (BTF or
+/// kallsyms); with `stacks`, also `sched_switch`, to see where a slow submission slept.
+pub fn plan_submit_hooks(prober: &Prober, tool: &'static str, stacks: bool) -> Result<SubmitHooks> {
+    let function = ["submit_bio_noacct", "generic_make_request", "submit_bio"]
+        .into_iter()
+        .find(|f| prober.has_symbol(f))
+        .ok_or_else(|| {
+            anyhow!("this kernel has none of submit_bio_noacct, generic_make_request, submit_bio (BTF, kallsyms): {tool} --stage submit cannot time bio submission")
+        })?;
+    let mut plan = AttachPlan::new(tool);
+    match prober.fentry_works(function) {
+        Ok(()) => {
+            let why = "fentry/fexit attach here";
+            plan.add("submit", "submit_fentry", Flavor::Fentry, function, why);
+            plan.add("submitted", "submit_fexit", Flavor::Fexit, function, why);
+        }
+        Err(fentry) => match prober.kprobe_works(function) {
+            Ok(()) => {
+                let why = format!("kprobe/kretprobe: fentry unavailable ({fentry})");
+                plan.add("submit", "submit_kprobe", Flavor::Kprobe, function, why.clone());
+                plan.add("submitted", "submit_kretprobe", Flavor::Kretprobe, function, why);
+            }
+            Err(kprobe) => {
+                return Err(anyhow!(
+                    "--stage submit needs fentry/fexit or kprobe/kretprobe on {function}, and this kernel allows neither: fentry unavailable ({fentry}); kprobes unavailable ({kprobe})"
+                ))
+            }
+        },
+    }
+    if stacks {
+        let (flavor, why) = tracepoint_flavor(prober, "sched_switch");
+        plan.add(
+            "-K sleeps",
+            program(flavor, "switch_btf", "switch_raw"),
+            flavor,
+            "sched_switch",
+            format!("where a slow submission slept; {why}"),
+        );
+    }
+    Ok(SubmitHooks { plan, function })
+}

@@ -70,6 +70,13 @@ pub fn parse<T: Parser>(tool: &str) -> T {
     }
 }
 
+/// A command line that parses but does not make sense (e.g. two flags that exclude each other):
+/// one line on stderr and status 2, as for a parse error.
+pub fn usage_error(tool: &str, msg: &str) -> ! {
+    eprintln!("{tool}: {msg} (see {tool} --help)");
+    std::process::exit(2);
+}
+
 /// clap's rendered error, folded to its first line, e.g.
 /// `biolat: invalid value 'x' for '[INTERVAL]': ... (see biolat --help)`.
 pub fn one_line_clap_error(tool: &str, rendered: &str) -> String {

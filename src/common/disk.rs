@@ -96,6 +96,18 @@ impl DiskNames {
         DiskNames(map)
     }
 
+    /// The disk's name; for a dev_t not seen yet (a disk that appeared since), sysfs is read
+    /// again once; `major:minor` for a disk that went away.
+    pub fn name_or_reload(&mut self, dev: u32) -> String {
+        if !self.0.contains_key(&dev) {
+            let fresh = DiskNames::load();
+            self.0.extend(fresh.0);
+            let fallback = self.name(dev);
+            self.0.entry(dev).or_insert(fallback);
+        }
+        self.name(dev)
+    }
+
     /// The disk's name, or `major:minor` for a disk that went away.
     pub fn name(&self, dev: u32) -> String {
         self.0

@@ -32,6 +32,9 @@ pub enum Flavor {
     Fentry,
     Kprobe,
     Tracepoint,
+    /// fexit and kretprobe: the return side of an fentry/kprobe pair.
+    Fexit,
+    Kretprobe,
 }
 
 impl Flavor {
@@ -42,6 +45,8 @@ impl Flavor {
             Flavor::Fentry => "fentry",
             Flavor::Kprobe => "kprobe",
             Flavor::Tracepoint => "tracepoint",
+            Flavor::Fexit => "fexit",
+            Flavor::Kretprobe => "kretprobe",
         }
     }
 }
@@ -90,6 +95,11 @@ impl Prober {
         self.btf
             .type_by_name::<libbpf_rs::btf::types::Func>(name)
             .is_some()
+    }
+
+    /// The kernel has this function: in BTF, or else as a text symbol in /proc/kallsyms.
+    pub fn has_symbol(&self, name: &str) -> bool {
+        self.has_function(name) || kallsyms_has_text(name)
     }
 
     /// A tracepoint exists: its `btf_trace_<name>` typedef, or tracefs when BTF lacks it.
@@ -206,6 +216,22 @@ impl Prober {
         });
         facts
     }
+}
+
+/// /proc/kallsyms lists a text (function) symbol of this name.
+pub fn kallsyms_has_text(name: &str) -> bool {
+    use std::io::BufRead;
+    let Ok(file) = fs::File::open("/proc/kallsyms") else {
+        return false;
+    };
+    std::io::BufReader::new(file)
+        .lines()
+        .map_while(|l| l.ok())
+        .any(|line| {
+            let mut f = line.split_whitespace();
+            let (_, kind, sym) = (f.next(), f.next(), f.next());
+            matches!(kind, Some("t" | "T")) && sym == Some(name)
+        })
 }
 
 fn find_tracefs() -> Option<PathBuf> {
@@ -336,13 +362,13 @@ impl AttachPlan {
                 Some(planned) => {
                     prog.set_autoload(true);
                     match planned.flavor {
-                        Flavor::Fentry => prog
+                        Flavor::Fentry | Flavor::Fexit => prog
                             .set_attach_target(0, Some(planned.target.clone()))
-                            .with_context(|| {
-                            format!("retargeting {name} at {}", planned.target)
-                        })?,
+                            .with_context(|| format!("retargeting {name} at {}", planned.target))?,
                         // kprobes and perf tracepoints are attached by `attach_planned`.
-                        Flavor::Kprobe | Flavor::Tracepoint => prog.set_autoattach(false),
+                        Flavor::Kprobe | Flavor::Kretprobe | Flavor::Tracepoint => {
+                            prog.set_autoattach(false)
+                        }
                         Flavor::TpBtf | Flavor::RawTp => {}
                     }
                 }
@@ -361,6 +387,7 @@ impl AttachPlan {
             for p in self.programs.iter().filter(|p| p.program == name) {
                 let link = match p.flavor {
                     Flavor::Kprobe => prog.attach_kprobe(false, &p.target),
+                    Flavor::Kretprobe => prog.attach_kprobe(true, &p.target),
                     Flavor::Tracepoint => {
                         let (cat, tp) = p.target.split_once(':').unwrap_or(("syscalls", &p.target));
                         prog.attach_tracepoint(

@@ -99,6 +99,40 @@ impl RequestFlags {
         parts.push(self.op_name(cmd_flags));
         parts.join("-")
     }
+
+    /// blktrace's RWBS letters, bcc biosnoop's `T` column: `F` for a preflush, the op (`R`,
+    /// `W`, `D` discard, `DE` secure erase, `F` flush, `N` other), then `F` (FUA), `A`
+    /// (readahead), `S` (sync), `M` (metadata), e.g. `WS`.
+    pub fn rwbs(&self, cmd_flags: u32) -> String {
+        let has = |label: &str| {
+            self.flags
+                .iter()
+                .any(|(bit, l)| *l == label && cmd_flags & bit != 0)
+        };
+        let mut s = String::with_capacity(6);
+        if has("PreFlush") {
+            s.push('F');
+        }
+        s.push_str(match self.op_name(cmd_flags).as_str() {
+            "Read" => "R",
+            "Write" => "W",
+            "Discard" => "D",
+            "SecureErase" => "DE",
+            "Flush" => "F",
+            _ => "N",
+        });
+        for (label, letter) in [
+            ("FUA", 'F'),
+            ("ReadAhead", 'A'),
+            ("Sync", 'S'),
+            ("Metadata", 'M'),
+        ] {
+            if has(label) {
+                s.push(letter);
+            }
+        }
+        s
+    }
 }
 
 #[cfg(test)]
@@ -131,5 +165,16 @@ mod tests {
         assert_eq!(f.describe(9), "WriteZeroes");
         assert_eq!(f.describe(0), "Read");
         assert_eq!(f.mask(), 0xff | 1 << 11 | 1 << 12 | 1 << 17);
+    }
+
+    #[test]
+    fn rwbs_letters_follow_blktrace() {
+        let f = sample();
+        assert_eq!(f.rwbs(1), "W");
+        assert_eq!(f.rwbs(1 | 1 << 11), "WS");
+        assert_eq!(f.rwbs(1 | 1 << 11 | 1 << 17), "WFS");
+        assert_eq!(f.rwbs(1 << 12), "RM");
+        assert_eq!(f.rwbs(2), "F");
+        assert_eq!(f.rwbs(9), "N");
     }
 }

@@ -115,6 +115,7 @@ pub fn bin(tool: &str) -> String {
     match tool {
         "biolat" => env!("CARGO_BIN_EXE_biolat").to_string(),
         "syslat" => env!("CARGO_BIN_EXE_syslat").to_string(),
+        "bioslower" => env!("CARGO_BIN_EXE_bioslower").to_string(),
         other => panic!("unknown tool {other}"),
     }
 }
@@ -176,13 +177,21 @@ impl Running {
         }
     }
 
+    /// Sends `signal` and returns at once (e.g. SIGSTOP/SIGCONT to stall the tool's reader).
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), signal)
+            .expect("send signal");
+    }
+
     /// SIGINT (Ctrl-C), then waits for the final report.
-    pub fn interrupt(mut self) -> (i32, String, String) {
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGINT,
-        )
-        .expect("send SIGINT");
+    pub fn interrupt(self) -> (i32, String, String) {
+        self.stop_with(nix::sys::signal::Signal::SIGINT)
+    }
+
+    /// Sends `signal`, then waits for the tool to exit; (status, stdout, stderr).
+    pub fn stop_with(mut self, signal: nix::sys::signal::Signal) -> (i32, String, String) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), signal)
+            .expect("send signal");
         let status = self.child.wait().expect("wait tool");
         for r in self.readers.drain(..) {
             r.join().unwrap();

@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: GPL-2.0
+/* bioslower: every block I/O slower than a threshold, as it completes; or, with --stage submit,
+ * every slow bio submission (a frozen queue, tag or throttle waits before the request exists).
+ *
+ * Block stage: who submitted an I/O is learned from its first bio (block_bio_queue/block_split
+ * run in the submitter's context on every kernel), looked up when the request is first seen
+ * (issue, or the -Q start) and kept with the request's start until completion. The threshold is
+ * compared here; only slow I/Os take a ring-buffer slot. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "blk.bpf.h"
+#include "biolat.h"
+#include "bioslower.h"
+
+const volatile __u64 min_ns = 10 * 1000 * 1000;
+const volatile __u32 q_start = Q_START_OFF;
+const volatile bool filter_disk = false;
+const volatile __u32 filter_dev = 0;
+const volatile __u32 filter_tgid = 0;
+const volatile bool filter_comm = false;
+const volatile char comm_filter[BIOSLOWER_COMM_LEN] = {};
+/* block_bio_queue(q, bio) and block_split(q, bio, sector) until 5.11; (bio[, sector]) since.
+ * Set from BTF by user space; the untaken branch is pruned by the verifier. */
+const volatile bool bio_tp_with_queue = false;
+/* --stage submit -K: remember where each slow submission slept. */
+const volatile bool want_stack = false;
+
+__u64 drops[SLOW_DROP_MAX];
+
+/* Reserved so that the type reaches the generated skeleton. */
+struct slow_event _event = {};
+
+static __always_inline void count_drop(enum slow_drop why)
+{
+	if (why < SLOW_DROP_MAX)
+		__sync_fetch_and_add(&drops[why], 1);
+}
+
+struct owner {
+	__u32 pid;
+	__u32 tid;
+	char comm[BIOSLOWER_COMM_LEN];
+};
+
+/* The task that submitted a bio, until its request is first seen. LRU: bios merged into another
+ * request are never looked up, and age out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct owner);
+} bio_owner SEC(".maps");
+
+struct rq_start {
+	__u64 bio;      /* rq->bio when first seen: tells this life of the request from a previous one */
+	__u64 q_ns;     /* -Q start, 0 if not seen */
+	__u64 issue_ns; /* last issue to the driver, 0 if not yet */
+	struct owner who;
+	__u32 skip;     /* the submitter does not pass -p/-c: complete quietly */
+	__u32 pad;
+};
+
+/* One entry per request in flight, deleted at completion (LRU: bounded even if one is missed). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct rq_start);
+} rq_starts SEC(".maps");
+
+/* Slow events only. Sized by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+static __always_inline bool task_selected(const struct owner *who)
+{
+	if (filter_tgid && who->pid != filter_tgid)
+		return false;
+	if (filter_comm) {
+		for (int i = 0; i < BIOSLOWER_COMM_LEN; i++) {
+			if (who->comm[i] != comm_filter[i])
+				return false;
+			if (!who->comm[i])
+				break;
+		}
+	}
+	return true;
+}
+
+static __always_inline void current_owner(struct owner *who)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	who->pid = id >> 32;
+	who->tid = (__u32)id;
+	bpf_get_current_comm(who->comm, sizeof(who->comm));
+}
+
+static __always_inline bool disk_selected(struct request *rq)
+{
+	return !filter_disk || rq_dev(rq) == filter_dev;
+}
+
+/* ---- block stage ------------------------------------------------------------------------- */
+
+static __always_inline int remember_owner(struct bio *bio)
+{
+	struct owner who;
+	__u64 key = (__u64)bio;
+
+	if (!bio || (filter_disk && bio_dev(bio) != filter_dev))
+		return 0;
+	current_owner(&who);
+	bpf_map_update_elem(&bio_owner, &key, &who, BPF_ANY);
+	return 0;
+}
+
+static __always_inline struct bio *bio_tp_bio(__u64 *args)
+{
+	return (struct bio *)tp_arg0_or_1(args, !bio_tp_with_queue);
+}
+
+/* A new life of a request: its submitter is the owner of its first bio, or (a request without
+ * bios, such as a flush, or a bio queued before tracing began) the task running now. */
+static __always_inline void track(struct request *rq, __u64 bio, __u64 q_ns, __u64 issue_ns)
+{
+	struct rq_start s = {};
+	struct owner *o = 0;
+	__u64 key = (__u64)rq;
+
+	s.bio = bio;
+	s.q_ns = q_ns;
+	s.issue_ns = issue_ns;
+	if (bio)
+		o = bpf_map_lookup_elem(&bio_owner, &bio);
+	if (o) {
+		s.who = *o;
+		bpf_map_delete_elem(&bio_owner, &bio);
+	} else {
+		current_owner(&s.who);
+	}
+	s.skip = !task_selected(&s.who);
+	if (bpf_map_update_elem(&rq_starts, &key, &s, BPF_ANY))
+		count_drop(SLOW_DROP_START_FULL);
+}
+
+static __always_inline int on_queue_start(struct request *rq)
+{
+	if (!disk_selected(rq))
+		return 0;
+	track(rq, (__u64)BPF_CORE_READ(rq, bio), bpf_ktime_get_ns(), 0);
+	return 0;
+}
+
+static __always_inline int on_issue(struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	__u64 bio, now;
+	struct rq_start *s;
+
+	if (!disk_selected(rq))
+		return 0;
+	now = bpf_ktime_get_ns();
+	bio = (__u64)BPF_CORE_READ(rq, bio);
+	s = bpf_map_lookup_elem(&rq_starts, &key);
+	/* The same life (its -Q start was seen, or it is being issued again after a requeue). */
+	if (s && s->bio == bio) {
+		s->issue_ns = now;
+		return 0;
+	}
+	track(rq, bio, 0, now);
+	return 0;
+}
+
+static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
+{
+	__u64 key = (__u64)rq;
+	__u64 now, start = 0, issue;
+	struct rq_start *sp, s;
+	struct slow_event *e;
+
+	sp = bpf_map_lookup_elem(&rq_starts, &key);
+	if (!sp) {
+		if (disk_selected(rq))
+			count_drop(SLOW_DROP_MISSED_START);
+		return 0;
+	}
+	/* A partial completion: the request goes on; report it when it ends. */
+	if (nr_bytes < BPF_CORE_READ(rq, __data_len))
+		return 0;
+	s = *sp;
+	bpf_map_delete_elem(&rq_starts, &key);
+	if (s.skip)
+		return 0;
+
+	now = bpf_ktime_get_ns();
+	issue = s.issue_ns ? s.issue_ns : now;
+	if (q_start == Q_START_OFF) {
+		start = s.issue_ns;
+	} else {
+		/* As biolat -Q: the kernel's own accounting stamp where that is the chosen start,
+		 * else the start event; where neither was seen, the stamp, then the issue. */
+		if (q_start == Q_START_RQ_FIELD)
+			start = BPF_CORE_READ(rq, start_time_ns);
+		if (!start)
+			start = s.q_ns;
+		if (!start)
+			start = BPF_CORE_READ(rq, start_time_ns);
+		if (!start)
+			start = s.issue_ns;
+	}
+	if (!start) {
+		count_drop(SLOW_DROP_MISSED_START);
+		return 0;
+	}
+	if (start > now) {
+		count_drop(SLOW_DROP_CLOCK);
+		return 0;
+	}
+	if (now - start < min_ns)
+		return 0;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(SLOW_DROP_RINGBUF);
+		return 0;
+	}
+	e->ts_ns = now;
+	e->lat_ns = now - start;
+	e->queue_ns = (q_start != Q_START_OFF && issue > start) ? issue - start : 0;
+	e->slept_ns = 0;
+	e->sector = BPF_CORE_READ(rq, __sector);
+	e->bytes = BPF_CORE_READ(rq, __data_len);
+	e->pid = s.who.pid;
+	e->tid = s.who.tid;
+	e->dev = rq_dev(rq);
+	e->cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+	e->stack_id = -1;
+	__builtin_memcpy(e->comm, s.who.comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+static __always_inline int bio_queue_args(__u64 *args)
+{
+	return remember_owner(bio_tp_bio(args));
+}
+
+#include "blk_hooks.bpf.h"
+
+TP_TWINS(block_bio_queue, bio_queue, bio_queue_args)
+/* The front part of a split bio is never passed to block_bio_queue; it becomes a request. */
+TP_TWINS(block_split, split, bio_queue_args)
+
+/* ---- submit stage ------------------------------------------------------------------------ */
+
+struct submit_start {
+	__u64 start_ns;
+	__u64 sector;
+	__u64 sleep_ns;      /* when the current sleep began, 0 while on CPU */
+	__u64 longest_ns;    /* the longest sleep so far */
+	__u32 bytes;
+	__u32 opf;
+	__u32 dev;
+	__u32 depth;         /* nested submissions (stacked devices resubmit from inside) */
+	__s32 sleep_stack;   /* where the current sleep began */
+	__s32 longest_stack; /* where the longest sleep happened */
+};
+
+/* One entry per thread inside a submission. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct submit_start);
+} submits SEC(".maps");
+
+/* Kernel stacks for -K; user space shrinks it to one entry otherwise. */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__uint(value_size, 127 * sizeof(__u64));
+} stacks SEC(".maps");
+
+static __always_inline int submit_enter(struct bio *bio)
+{
+	struct submit_start n = {};
+	struct submit_start *s;
+	struct owner who;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 dev;
+
+	s = bpf_map_lookup_elem(&submits, &tid);
+	if (s) {
+		s->depth++;
+		return 0;
+	}
+	dev = bio_dev(bio);
+	if (filter_disk && dev != filter_dev)
+		return 0;
+	if (filter_tgid || filter_comm) {
+		current_owner(&who);
+		if (!task_selected(&who))
+			return 0;
+	}
+	n.start_ns = bpf_ktime_get_ns();
+	n.sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
+	n.bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
+	n.opf = BPF_CORE_READ(bio, bi_opf);
+	n.dev = dev;
+	n.depth = 1;
+	n.sleep_stack = -1;
+	n.longest_stack = -1;
+	if (bpf_map_update_elem(&submits, &tid, &n, BPF_ANY))
+		count_drop(SLOW_DROP_START_FULL);
+	return 0;
+}
+
+static __always_inline int submit_exit(void *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct submit_start *sp, s;
+	struct slow_event *e;
+	__u64 now;
+
+	sp = bpf_map_lookup_elem(&submits, &tid);
+	if (!sp)
+		return 0;
+	if (sp->depth > 1) {
+		sp->depth--;
+		return 0;
+	}
+	s = *sp;
+	bpf_map_delete_elem(&submits, &tid);
+	now = bpf_ktime_get_ns();
+	if (s.start_ns > now) {
+		count_drop(SLOW_DROP_CLOCK);
+		return 0;
+	}
+	if (now - s.start_ns < min_ns)
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(SLOW_DROP_RINGBUF);
+		return 0;
+	}
+	e->ts_ns = now;
+	e->lat_ns = now - s.start_ns;
+	e->queue_ns = 0;
+	e->slept_ns = s.longest_ns;
+	e->sector = s.sector;
+	e->bytes = s.bytes;
+	e->dev = s.dev;
+	e->cmd_flags = s.opf;
+	e->stack_id = -1;
+	if (want_stack) {
+		/* Where it waited longest; if it never slept, the submitter's own call chain. */
+		e->stack_id = s.longest_stack >= 0 ? s.longest_stack :
+			      bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
+	}
+	/* The submission runs in the submitter's context. */
+	e->pid = bpf_get_current_pid_tgid() >> 32;
+	e->tid = tid;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* Retargeted by user space at submit_bio_noacct, generic_make_request or submit_bio. */
+SEC("fentry/submit_bio_noacct")
+int BPF_PROG(submit_fentry, struct bio *bio)
+{
+	return submit_enter(bio);
+}
+
+SEC("fexit/submit_bio_noacct")
+int BPF_PROG(submit_fexit, struct bio *bio)
+{
+	return submit_exit(ctx);
+}
+
+SEC("kprobe/submit_bio_noacct")
+int BPF_KPROBE(submit_kprobe, struct bio *bio)
+{
+	return submit_enter(bio);
+}
+
+SEC("kretprobe/submit_bio_noacct")
+int BPF_KRETPROBE(submit_kretprobe)
+{
+	return submit_exit(ctx);
+}
+
+/* -K: a thread inside a submission going to sleep (not preempted) records where; waking up, it
+ * keeps the stack of its longest sleep. */
+static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
+				     struct task_struct *next)
+{
+	struct submit_start *s;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid;
+
+	if (!preempt) {
+		tid = BPF_CORE_READ(prev, pid);
+		s = bpf_map_lookup_elem(&submits, &tid);
+		if (s) {
+			s->sleep_ns = now;
+			s->sleep_stack = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
+		}
+	}
+	tid = BPF_CORE_READ(next, pid);
+	s = bpf_map_lookup_elem(&submits, &tid);
+	if (s && s->sleep_ns) {
+		if (now > s->sleep_ns && now - s->sleep_ns > s->longest_ns) {
+			s->longest_ns = now - s->sleep_ns;
+			s->longest_stack = s->sleep_stack;
+		}
+		s->sleep_ns = 0;
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int switch_btf(__u64 *ctx)
+{
+	return on_switch(ctx, (bool)ctx[0], (struct task_struct *)ctx[1],
+			 (struct task_struct *)ctx[2]);
+}
+
+SEC("raw_tp/sched_switch")
+int switch_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return on_switch(ctx, (bool)ctx->args[0], (struct task_struct *)ctx->args[1],
+			 (struct task_struct *)ctx->args[2]);
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,156 @@
+#!/bin/sh
+# bioslower's kernel-matrix checks. Each asserts a fact we caused: every O_DIRECT write of a dd
+# shows once, attributed to that dd; on the throttled disk every write is at least as slow as the
+# delay the hypervisor injects and `bioslower 10` reports each one; on the fast disk it stays
+# silent; and with --stage submit -K, a queue frozen by an elevator switch shows up as slow
+# submissions whose stack names the queue-enter wait. Runs under busybox sh (see lib.sh).
+set -u
+. "$(dirname "$0")/lib.sh"
+trap tool_cleanup EXIT
+
+N=50     # O_DIRECT 4 KiB writes on the fast disk
+SLOW_N=6 # writes on the throttled disk
+fast=${IOSTACK_FAST_DISK:?}
+slow=${IOSTACK_SLOW_DISK:-}
+at=$(scratch_block)
+
+# events FILE: the per-I/O JSON objects of a -j run (the summary and loss records have no comm).
+events() { grep '"comm":' "$1"; }
+
+# field FILE KEY: KEY's value on each event line (numbers and strings, quotes removed).
+field() {
+  events "$1" | awk -v k="$2" '{
+      if (match($0, "\"" k "\":(\"[^\"]*\"|[^,}]*)")) {
+        v = substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 3); gsub(/"/, "", v); print v
+      }
+    }'
+}
+
+# summary FILE: the final {"summary":...} record, on one line, for FAIL details.
+summary() { grep '"summary"' "$1" | tail -n 1 | cut -c1-200; }
+
+# --- explain -------------------------------------------------------------------------------
+
+tool_run explain --explain -Q
+if [ $? -eq 0 ] && grep -q '^loaded and attached: ok' "$(out_of explain)"; then
+  pass explain "--explain -Q loads and attaches"
+else
+  fail explain "$(brief explain)"
+  log_verbose explain_v --explain -Q
+fi
+path submitter "$(awk '$1 == "submitter" { print $2; exit }' "$(out_of explain)")"
+
+# --- one dd on the fast disk, watched at threshold 0 and at 10 ms ------------------------------
+
+if ! tool_start all -j 0 -d "$fast" || ! tool_start ten -j 10 -d "$fast"; then
+  fail exact "bioslower did not start: $(brief all) $(brief ten)"
+else
+  dd if=/dev/zero of="/dev/$fast" bs=4096 count="$N" seek="$at" oflag=direct conv=notrunc 2>"$IOSTACK_WORK/dd.err" &
+  dd_pid=$!
+  wait "$dd_pid" || log "dd exited with $?: $(cat "$IOSTACK_WORK/dd.err")"
+  tool_stop all
+  rc_all=$?
+  tool_stop ten
+  rc_ten=$?
+  out=$(out_of all)
+  n=$(events "$out" | wc -l)
+  mine=$(events "$out" | grep -c "\"comm\":\"dd\",\"pid\":$dd_pid,")
+  writes=$(field "$out" rwbs | grep -c '^W')
+  detail="$n events, $mine from dd pid $dd_pid, $writes writes; $(summary "$out")"
+  if [ "$rc_all" -eq 0 ] && [ "$n" = "$N" ] && [ "$mine" = "$N" ] && [ "$writes" = "$N" ]; then
+    pass exact "$detail"
+  else
+    fail exact "$detail; want $N of each (exit $rc_all: $(brief all))"
+  fi
+  quiet=$(events "$(out_of ten)" | wc -l)
+  # The 0-ms run above is the witness: it saw the same I/Os, and how slow the slowest was.
+  slowest=$(field "$out" lat_ms | sort -n | tail -n 1)
+  if [ "$rc_ten" -eq 0 ] && [ "$quiet" = 0 ] && grep -q '"summary"' "$(out_of ten)"; then
+    pass fast-silent "bioslower 10 printed no event for $N fast writes (slowest ${slowest:-?} ms)"
+  else
+    fail fast-silent "bioslower 10 printed $quiet events (slowest ${slowest:-?} ms, exit $rc_ten: $(brief ten))"
+  fi
+fi
+
+# --- the throttled disk: every write slower than the injected delay, and all caught ---------
+
+if [ -z "$slow" ]; then
+  na throttled "no throttled disk here"
+elif ! tool_start slow -j 10 -d "$slow"; then
+  fail throttled "bioslower 10 -d $slow did not start: $(brief slow)"
+else
+  # One read spends the throttle's burst allowance (see run-all.sh); only the writes count.
+  dd_read "$slow" 1 0
+  dd_write "$slow" "$SLOW_N" 256
+  tool_stop slow
+  rc=$?
+  out=$(out_of slow)
+  floor_ns=$((IOSTACK_THROTTLE_MS * 1000000))
+  w=$(field "$out" rwbs | grep -c '^W')
+  short=$(events "$out" | grep '"rwbs":"W' | awk -v f="$floor_ns" '{
+      match($0, /"lat_ns":[0-9]+/); if (substr($0, RSTART + 9, RLENGTH - 9) + 0 < f) n++
+    } END { print n + 0 }')
+  lowest=$(events "$out" | grep '"rwbs":"W' | awk '{ match($0, /"lat_ms":[0-9.]+/); print substr($0, RSTART + 9, RLENGTH - 9) }' | sort -n | head -n 1)
+  detail="$w writes caught, lowest ${lowest:-?} ms, $short below the ${IOSTACK_THROTTLE_MS} ms throttle"
+  if [ "$rc" -eq 0 ] && [ "$w" = "$SLOW_N" ] && [ "$short" = 0 ]; then
+    pass throttled "$detail"
+  else
+    fail throttled "$detail; want $SLOW_N, none below (exit $rc: $(brief slow))"
+  fi
+fi
+
+# --- --stage submit -K: a frozen queue makes submissions wait in queue-enter -----------------
+# Switching a disk's I/O scheduler freezes its queue: it waits for the I/Os in flight (200 ms each
+# on the throttled disk) while new submissions sleep in blk_queue_enter/__bio_queue_enter.
+
+tool_run submit_explain --stage submit -K --explain
+rc=$?
+path submit "$(awk '$1 == "submit" { print $2; exit }' "$(out_of submit_explain)")"
+if [ "$rc" -ne 0 ]; then
+  # Only a kernel without fentry and kprobes may refuse, and then with the reason.
+  if ! kprobes_possible && grep -q 'needs fentry/fexit or kprobe/kretprobe' "$(err_of submit_explain)"; then
+    na submit-freeze "no fentry, no kprobes here, and bioslower says so: $(brief submit_explain)"
+  else
+    fail submit-freeze "--stage submit -K --explain failed: $(brief submit_explain)"
+    log_verbose submit_v --stage submit -K --explain
+  fi
+elif [ -z "$slow" ]; then
+  na submit-freeze "no throttled disk here"
+else
+  sched="/sys/block/$slow/queue/scheduler"
+  # Two schedulers to switch between: the current one and any other this kernel has.
+  cur=$(sed 's/.*\[\(.*\)\].*/\1/' "$sched")
+  other=$(tr -d '[]' <"$sched" | tr ' ' '\n' | grep -v "^$cur\$" | grep -v '^$' | head -n 1)
+  if [ -z "$other" ]; then
+    na submit-freeze "$slow offers one scheduler only ($(cat "$sched"))"
+  elif ! tool_start submit -j --stage submit -K 20 -d "$slow"; then
+    fail submit-freeze "did not start: $(brief submit)"
+  else
+    dd_read "$slow" 1 0
+    dd if=/dev/zero of="/dev/$slow" bs=4096 count=8 seek=512 oflag=direct conv=notrunc 2>/dev/null &
+    w1=$!
+    dd if=/dev/zero of="/dev/$slow" bs=4096 count=8 seek=1024 oflag=direct conv=notrunc 2>/dev/null &
+    w2=$!
+    switches=0
+    while pid_alive "$w1" || pid_alive "$w2"; do
+      echo "$other" >"$sched" 2>/dev/null && switches=$((switches + 1))
+      sleep 0.3
+      echo "$cur" >"$sched" 2>/dev/null && switches=$((switches + 1))
+      sleep 0.3
+    done
+    wait "$w1" "$w2"
+    echo "$cur" >"$sched" 2>/dev/null
+    tool_stop submit
+    rc=$?
+    out=$(out_of submit)
+    n=$(events "$out" | wc -l)
+    frozen=$(events "$out" | grep -c '"stack":\[[^]]*queue_enter')
+    top=$(events "$out" | grep '"stack":\[[^]]*queue_enter' | head -n 1 | sed 's/.*"stack":\[//; s/\].*//' | cut -d, -f1-6)
+    detail="$switches scheduler switches ($cur/$other): $n slow submissions, $frozen with a *queue_enter frame${top:+, e.g. $top}"
+    if [ "$rc" -eq 0 ] && [ "$frozen" -ge 1 ]; then
+      pass submit-freeze "$detail"
+    else
+      fail submit-freeze "$detail; want >= 1 (exit $rc: $(brief submit))"
+    fi
+  fi
+fi
