@@ -53,6 +53,9 @@ fn parse_count(s: &str) -> Result<u64, String> {
 /// Parses the command line; a bad one is reported in one line and exits with status 2
 /// (`--help` and `--version` print normally).
 pub fn parse<T: Parser>(tool: &str) -> T {
+    if std::env::args_os().nth(1).is_some_and(|a| a == MAN_FLAG) {
+        print_man_page::<T>(tool);
+    }
     match T::try_parse() {
         Ok(args) => args,
         Err(err) => {
@@ -66,6 +69,23 @@ pub fn parse<T: Parser>(tool: &str) -> T {
             }
             eprintln!("{}", one_line_clap_error(tool, &err.to_string()));
             std::process::exit(2);
+        }
+    }
+}
+
+/// `tool --generate-man` prints the tool's man page (section 8, roff, from its clap definition)
+/// and exits: how `scripts/manpages` and packagers get them. Not in `--help`: not for users.
+pub const MAN_FLAG: &str = "--generate-man";
+
+fn print_man_page<T: Parser>(tool: &str) -> ! {
+    use std::io::Write;
+    let man = clap_mangen::Man::new(T::command()).section("8");
+    let mut out = std::io::stdout().lock();
+    match man.render(&mut out).and_then(|()| out.flush()) {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("{tool}: writing the man page failed: {e}");
+            std::process::exit(1);
         }
     }
 }
