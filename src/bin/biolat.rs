@@ -92,6 +92,7 @@ fn run(cli: Cli) -> Result<()> {
                 .as_deref_mut()
                 .context("biolat's .rodata is not mapped")?;
             rodata.unit_ns = unit.ns();
+            rodata.unit_lg = unit.lg();
             rodata.rq_tp_single_arg = hooks.single_arg;
             rodata.q_start = hooks.queue_start as u32;
             rodata.filter_disk = filter.is_some();

@@ -189,6 +189,7 @@ fn load<'obj>(
             .as_deref_mut()
             .context("syslat's .rodata is not mapped")?;
         rodata.unit_ns = config.unit.ns();
+        rodata.unit_lg = config.unit.lg();
         rodata.per_task = per_task;
         for (i, op) in config.ops.iter().enumerate() {
             for s in &op.members {

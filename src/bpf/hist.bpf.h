@@ -7,6 +7,8 @@
 
 /* Set by user space: divides nanoseconds into the display unit of the log2 slots. */
 const volatile __u64 unit_ns = 1000;
+/* floor(log2(unit_ns)), set with it (Unit::lg): computing it per event costs a dozen insns. */
+const volatile __u32 unit_lg = 9;
 
 /* Double buffering: programs write into generation (hist_gen & 1); user space flips it at each
  * interval and drains the other half, so a report never races with the writers. */
@@ -52,14 +54,14 @@ static __always_inline __u32 fine_bucket_h(__u64 v, __u32 h)
 }
 
 /* floor(log2(v / unit_ns)) without a division (slow on the hot path), given h = log2_u64(v):
- * with u = floor(log2(unit_ns)), the answer is h - u or h - u - 1. */
+ * the answer is h - unit_lg or one less. */
 static __always_inline __u64 unit_log2(__u64 v, __u32 h)
 {
-	__u32 u = log2_u64(unit_ns), k;
+	__u32 k;
 
 	if (v < unit_ns)
 		return 0;
-	k = h - u;
+	k = h - unit_lg;
 	if ((unit_ns << k) > v)
 		k--;
 	return k;

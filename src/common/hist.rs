@@ -54,6 +54,10 @@ impl Unit {
             Unit::Usecs
         }
     }
+    /// floor(log2(ns())): the BPF side's `unit_lg`, so that it need not compute it per event.
+    pub fn lg(self) -> u32 {
+        63 - self.ns().leading_zeros()
+    }
     pub fn ns(self) -> u64 {
         match self {
             Unit::Usecs => 1_000,
@@ -310,6 +314,15 @@ pub fn format_log2_slots(slots: &[u64], unit_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unit_lg_is_the_floor_of_log2() {
+        for unit in [Unit::Usecs, Unit::Msecs] {
+            let lg = unit.lg();
+            assert!(1u64 << lg <= unit.ns() && unit.ns() < 1u64 << (lg + 1));
+        }
+        assert_eq!((Unit::Usecs.lg(), Unit::Msecs.lg()), (9, 19));
+    }
 
     #[test]
     fn fine_buckets_are_contiguous_and_bounded() {
