@@ -14,8 +14,11 @@ const volatile __u32 filter_dev = 0;
 const volatile bool per_disk = false;
 const volatile __u32 flags_mask = 0;
 
-/* Start time per in-flight request. LRU, so requests that never complete (merged away, or in
- * flight when we detach) cannot fill it; entries are also deleted at completion. */
+/* Start time per request structure, 0 while it is not in flight. Request structures are
+ * preallocated per tag and reused, so after warm-up an issue and a completion are each a lookup
+ * and a store in place, with no allocation or delete (an LRU update + delete per I/O made
+ * the two programs cost 690 ns per I/O here instead of 280). LRU, so structures no longer used (a
+ * removed disk, a replaced scheduler's requests) age out instead of filling it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -35,19 +38,26 @@ static __always_inline bool disk_selected(struct request *rq)
 	return !filter_disk || rq_dev(rq) == filter_dev;
 }
 
-static __always_inline int stamp(struct request *rq, __u64 flags)
+/* keep: leave an earlier start of this life in place (the -Q start, when the request is then
+ * issued). */
+static __always_inline int stamp(struct request *rq, bool keep)
 {
 	__u64 key = (__u64)rq;
-	__u64 ts;
+	__u64 ts, *tsp;
 
 	if (!disk_selected(rq))
 		return 0;
 	/* The kernel's own accounting stamp serves -Q; the map is only needed where it is 0. */
 	if (q_start == Q_START_RQ_FIELD && BPF_CORE_READ(rq, start_time_ns))
 		return 0;
+	tsp = bpf_map_lookup_elem(&starts, &key);
+	if (tsp) {
+		if (!keep || !*tsp)
+			*tsp = bpf_ktime_get_ns();
+		return 0;
+	}
 	ts = bpf_ktime_get_ns();
-	/* BPF_NOEXIST keeps an earlier -Q start; failing then is expected, not a drop. */
-	if (bpf_map_update_elem(&starts, &key, &ts, flags) && flags == BPF_ANY)
+	if (bpf_map_update_elem(&starts, &key, &ts, BPF_ANY))
 		count_drop(DROP_START_FULL);
 	return 0;
 }
@@ -55,12 +65,12 @@ static __always_inline int stamp(struct request *rq, __u64 flags)
 /* First sighting of a request in -Q mode: overwrite whatever a previous life of it left. */
 static __always_inline int on_queue_start(struct request *rq)
 {
-	return stamp(rq, BPF_ANY);
+	return stamp(rq, false);
 }
 
 static __always_inline int on_issue(struct request *rq)
 {
-	return stamp(rq, q_start == Q_START_OFF ? BPF_ANY : BPF_NOEXIST);
+	return stamp(rq, q_start != Q_START_OFF);
 }
 
 /* nr_bytes unused: a request is recorded at its first completion event, as bcc biolatency does. */
@@ -79,13 +89,13 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 	}
 	if (!ts) {
 		tsp = bpf_map_lookup_elem(&starts, &key);
-		if (!tsp) {
+		if (!tsp || !*tsp) {
 			if (disk_selected(rq))
 				count_drop(DROP_NO_START);
 			return 0;
 		}
 		ts = *tsp;
-		bpf_map_delete_elem(&starts, &key);
+		*tsp = 0;
 	}
 	if (ts > now) {
 		count_drop(DROP_CLOCK);
