@@ -76,6 +76,28 @@ struct {
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
+/* A ring-buffer slot for something that ran from start to now, stamped, if it is slower than
+ * the threshold; NULL otherwise, with a clock anomaly or a full ring buffer counted. */
+static __always_inline struct slow_event *slow_event(__u64 start, __u64 now)
+{
+	struct slow_event *e;
+
+	if (start > now) {
+		count_drop(SLOW_DROP_CLOCK);
+		return NULL;
+	}
+	if (now - start < min_ns)
+		return NULL;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(SLOW_DROP_RINGBUF);
+		return NULL;
+	}
+	e->ts_ns = now;
+	e->lat_ns = now - start;
+	return e;
+}
+
 static __always_inline bool task_selected(const struct owner *who)
 {
 	if (filter_tgid && who->pid != filter_tgid)
@@ -217,20 +239,9 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 		count_drop(SLOW_DROP_MISSED_START);
 		return 0;
 	}
-	if (start > now) {
-		count_drop(SLOW_DROP_CLOCK);
+	e = slow_event(start, now);
+	if (!e)
 		return 0;
-	}
-	if (now - start < min_ns)
-		return 0;
-
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_drop(SLOW_DROP_RINGBUF);
-		return 0;
-	}
-	e->ts_ns = now;
-	e->lat_ns = now - start;
 	e->queue_ns = (q_start != Q_START_OFF && issue > start) ? issue - start : 0;
 	e->slept_ns = 0;
 	e->sector = BPF_CORE_READ(rq, __sector);
@@ -338,19 +349,9 @@ static __always_inline int submit_exit(void *ctx)
 	s = *sp;
 	bpf_map_delete_elem(&submits, &tid);
 	now = bpf_ktime_get_ns();
-	if (s.start_ns > now) {
-		count_drop(SLOW_DROP_CLOCK);
+	e = slow_event(s.start_ns, now);
+	if (!e)
 		return 0;
-	}
-	if (now - s.start_ns < min_ns)
-		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_drop(SLOW_DROP_RINGBUF);
-		return 0;
-	}
-	e->ts_ns = now;
-	e->lat_ns = now - s.start_ns;
 	e->queue_ns = 0;
 	e->slept_ns = s.longest_ns;
 	e->sector = s.sector;
