@@ -156,17 +156,21 @@ pub fn drain_generation<M: MapCore>(map: &M, gen: u32) -> Result<Vec<(Vec<u8>, L
 /// Names of the `enum drop_reason` counters in `src/bpf/hist.h`, in order.
 pub const DROP_NAMES: [&str; 4] = ["no_start", "hist_full", "clock", "start_full"];
 
-/// What each drop counter means, for the text report.
-pub fn describe_drop(name: &str) -> &'static str {
-    match name {
-        "no_start" => {
-            "completions without a recorded start (in flight when tracing began, or evicted)"
-        }
-        "hist_full" => "events lost because the histogram map was full",
-        "clock" => "events with a start time after their end",
-        "start_full" => "starts that could not be stored",
-        _ => "other drops",
-    }
+/// What `n` of a drop counter mean, for the text report ("1 completion ...", "2 completions ...").
+pub fn describe_drop(name: &str, n: u64) -> String {
+    let (one, many, rest) = match name {
+        "no_start" => (
+            "completion",
+            "completions",
+            "without a recorded start (in flight when tracing began, or evicted)",
+        ),
+        "hist_full" => ("event", "events", "lost because the histogram map was full"),
+        "clock" => ("event", "events", "with start time after end time"),
+        "start_full" => ("start", "starts", "that could not be stored"),
+        _ => ("other drop", "other drops", ""),
+    };
+    let noun = if n == 1 { one } else { many };
+    format!("{n} {noun} {rest}").trim_end().to_string()
 }
 
 /// Turns the cumulative `drops[]` of .bss into per-report deltas.
@@ -232,4 +236,24 @@ fn load_advice(plan: &crate::common::probe::AttachPlan, err: libbpf_rs::Error) -
         "loading {}'s BPF programs failed ({err}): {hint}",
         plan.tool
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drop_notes_agree_with_their_count() {
+        assert_eq!(
+            describe_drop("no_start", 1),
+            "1 completion without a recorded start (in flight when tracing began, or evicted)"
+        );
+        assert_eq!(
+            describe_drop("start_full", 3),
+            "3 starts that could not be stored"
+        );
+        for name in DROP_NAMES {
+            assert!(!describe_drop(name, 2).contains("other"), "{name}");
+        }
+    }
 }

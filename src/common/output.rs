@@ -167,8 +167,8 @@ impl HistogramReport<'_> {
         for (name, n) in self.drops {
             if *n > 0 {
                 s.push_str(&format!(
-                    "note: {n} {}\n",
-                    crate::common::bpf::describe_drop(name)
+                    "note: {}\n",
+                    crate::common::bpf::describe_drop(name, *n)
                 ));
             }
         }
