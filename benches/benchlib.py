@@ -44,7 +44,8 @@ def build_release():
 def prog_stats():
     """prog id -> (run_time_ns, run_cnt) of every loaded BPF program."""
     if not shutil.which("bpftool"):
-        return {}
+        # Attach detection and in-kernel figures both need it.
+        sys.exit("benchmark: bpftool is missing (apt-get install bpftool)")
     out = json.loads(sh("bpftool", "prog", "show", "-j"))
     return {p["id"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0)) for p in out}
 
@@ -118,6 +119,8 @@ class Tracer:
             elif len(progs) >= 2 and time.time() - stable_since > 1.0:
                 break
             if time.time() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
                 raise RuntimeError(f"{self.name} did not attach within 60 s")
             time.sleep(0.2)
         proc.iostack_progs = progs

@@ -204,3 +204,24 @@ fn explain_names_the_paths_and_attaches() {
     assert!(text.contains("-Q start"), "{text}");
     assert!(text.contains("loaded and attached: ok"), "{text}");
 }
+
+/// biolat's start map is sized to every request structure: at least each blk-mq disk's tags.
+#[test]
+fn start_map_covers_every_request_structure() {
+    let mut tags = 0;
+    for disk in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        for hctx in std::fs::read_dir(disk.path().join("mq"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let n = std::fs::read_to_string(hctx.path().join("nr_tags")).unwrap();
+            tags += n.trim().parse::<u64>().unwrap();
+        }
+    }
+    assert!(tags > 0, "no blk-mq disk on this machine");
+    let structures = iostack::common::blk::request_structures();
+    assert!(structures >= tags, "{structures} < {tags} driver tags");
+    let entries = iostack::common::blk::request_map_entries() as u64;
+    assert!(entries >= structures.min(1 << 20) && entries >= 16384);
+}

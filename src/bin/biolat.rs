@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use iostack::common::blk::plan_block_hooks;
+use iostack::common::blk::{plan_block_hooks, request_map_entries};
 use iostack::common::bpf::{init_libbpf_logging, load_planned, DropCounter, HistogramDrain};
 use iostack::common::cli::{self, CommonArgs};
 use iostack::common::disk::{DiskFilter, DiskNames};
@@ -99,6 +99,7 @@ fn run(cli: Cli) -> Result<()> {
             rodata.filter_dev = filter.as_ref().map_or(0, |f| f.dev);
             rodata.per_disk = cli.disks;
             rodata.flags_mask = flags.as_ref().map_or(0, |f| f.mask());
+            open.maps.starts.set_max_entries(request_map_entries())?;
             Ok(())
         },
     )?;

@@ -18,7 +18,9 @@ const volatile __u32 flags_mask = 0;
  * preallocated per tag and reused, so after warm-up an issue and a completion are each a lookup
  * and a store in place, with no allocation or delete (an LRU update + delete per I/O made
  * the two programs cost 690 ns per I/O here instead of 280). LRU, so structures no longer used (a
- * removed disk, a replaced scheduler's requests) age out instead of filling it. */
+ * removed disk, a replaced scheduler's requests) age out instead of filling it. User space sizes
+ * it to all request structures of the system (request_map_entries), so it never evicts one
+ * in flight. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -73,7 +75,9 @@ static __always_inline int on_issue(struct request *rq)
 	return stamp(rq, q_start != Q_START_OFF);
 }
 
-/* nr_bytes unused: a request is recorded at its first completion event, as bcc biolatency does. */
+/* A request is recorded at its first completion event, as bcc biolatency does. nr_bytes == 0:
+ * the flush machinery's extra completion of a PREFLUSH write, or an empty flush that was never
+ * issued; neither is a lost start. */
 static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 {
 	__u64 now = bpf_ktime_get_ns();
@@ -90,7 +94,7 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 	if (!ts) {
 		tsp = bpf_map_lookup_elem(&starts, &key);
 		if (!tsp || !*tsp) {
-			if (disk_selected(rq))
+			if (nr_bytes && disk_selected(rq))
 				count_drop(DROP_NO_START);
 			return 0;
 		}

@@ -172,9 +172,17 @@ static __always_inline void track(struct request *rq, __u64 bio, __u64 q_ns, __u
 
 static __always_inline int on_queue_start(struct request *rq)
 {
+	__u64 key = (__u64)rq, bio;
+	struct rq_start *s;
+
 	if (!disk_selected(rq))
 		return 0;
-	track(rq, (__u64)BPF_CORE_READ(rq, bio), bpf_ktime_get_ns(), 0);
+	bio = (__u64)BPF_CORE_READ(rq, bio);
+	/* A requeued request is inserted again (from kblockd): the same life, same owner. */
+	s = bpf_map_lookup_elem(&rq_starts, &key);
+	if (s && s->bio == bio)
+		return 0;
+	track(rq, bio, bpf_ktime_get_ns(), 0);
 	return 0;
 }
 
@@ -207,7 +215,9 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 
 	sp = bpf_map_lookup_elem(&rq_starts, &key);
 	if (!sp) {
-		if (disk_selected(rq))
+		/* nr_bytes == 0: a PREFLUSH write's second completion (from the flush machinery) or
+		 * an empty flush never issued; not a lost start. */
+		if (nr_bytes && disk_selected(rq))
 			count_drop(SLOW_DROP_MISSED_START);
 		return 0;
 	}
@@ -307,10 +317,15 @@ static __always_inline int submit_enter(struct bio *bio)
 	__u32 dev;
 
 	s = bpf_map_lookup_elem(&submits, &tid);
-	if (s) {
+	/* Nested: a stacked driver resubmitting from inside a submission, which runs with
+	 * current->bio_list set. A leftover entry without it is a return we never saw (a missed
+	 * kretprobe): start over rather than count this submission as nested forever. */
+	if (s && BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), bio_list)) {
 		s->depth++;
 		return 0;
 	}
+	if (s)
+		bpf_map_delete_elem(&submits, &tid);
 	dev = bio_dev(bio);
 	if (filter_disk && dev != filter_dev)
 		return 0;
@@ -362,7 +377,7 @@ static __always_inline int submit_exit(void *ctx)
 	if (want_stack) {
 		/* Where it waited longest; if it never slept, the submitter's own call chain. */
 		e->stack_id = s.longest_stack >= 0 ? s.longest_stack :
-			      bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
+			      bpf_get_stackid(ctx, &stacks, 0);
 	}
 	/* The submission runs in the submitter's context. */
 	e->pid = bpf_get_current_pid_tgid() >> 32;
@@ -411,7 +426,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		s = bpf_map_lookup_elem(&submits, &tid);
 		if (s) {
 			s->sleep_ns = now;
-			s->sleep_stack = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
+			s->sleep_stack = bpf_get_stackid(ctx, &stacks, 0);
 		}
 	}
 	tid = BPF_CORE_READ(next, pid);

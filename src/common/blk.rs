@@ -269,3 +269,40 @@ pub fn plan_submit_hooks(prober: &Prober, tool: &'static str, stacks: bool) -> R
     }
     Ok(SubmitHooks { plan, function })
 }
+
+/// How many request structures the block devices have: each hardware queue's driver tags plus,
+/// under an I/O scheduler, its scheduler requests. A map keyed by request structure and kept
+/// across I/Os (biolat's `starts`) needs an entry for each, or it evicts on every I/O.
+pub fn request_structures() -> u64 {
+    let Ok(disks) = std::fs::read_dir("/sys/block") else {
+        return 0;
+    };
+    let read_u64 = |p: &std::path::Path| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+    let mut total = 0;
+    for disk in disks.flatten() {
+        let dir = disk.path();
+        let Ok(hctxs) = std::fs::read_dir(dir.join("mq")) else {
+            continue; // bio-based (zram, dm): no requests
+        };
+        let scheduled = std::fs::read_to_string(dir.join("queue/scheduler"))
+            .is_ok_and(|s| !s.contains("[none]") && s.contains('['));
+        let per_queue = read_u64(&dir.join("queue/nr_requests")).unwrap_or(0);
+        for hctx in hctxs.flatten() {
+            total += read_u64(&hctx.path().join("nr_tags")).unwrap_or(0);
+            if scheduled {
+                total += per_queue;
+            }
+        }
+    }
+    total
+}
+
+/// Entries for a map holding one start per request structure: all of them with room to spare,
+/// at least 16384, at most 1M (a few tens of MiB of preallocated LRU entries).
+pub fn request_map_entries() -> u32 {
+    (request_structures() * 5 / 4).clamp(16384, 1 << 20) as u32
+}
