@@ -106,11 +106,7 @@ fn run(cli: Cli) -> Result<()> {
 
     let mut out = Out::new();
     if cli.common.explain {
-        let facts = prober.facts().join("\n  ");
-        return out.write(&format!(
-            "{}facts:\n  {facts}\nloaded and attached: ok\n",
-            hooks.plan
-        ));
+        return out.write(&hooks.plan.explain(&prober));
     }
     let stop = StopSignal::install()?;
     announce(

@@ -221,11 +221,7 @@ fn run(cli: Cli) -> Result<()> {
 
     let mut out = Out::new();
     if cli.explain {
-        let facts = prober.facts().join("\n  ");
-        return out.write(&format!(
-            "{}facts:\n  {facts}\nloaded and attached: ok\n",
-            settings.plan
-        ));
+        return out.write(&settings.plan.explain(&prober));
     }
 
     let stop = StopSignal::install()?;

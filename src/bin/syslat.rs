@@ -118,10 +118,7 @@ fn run(cli: Cli) -> Result<()> {
 
     let mut out = Out::new();
     if cli.common.explain {
-        let facts = prober.facts().join("\n  ");
-        return out.write(&format!(
-            "{plan}facts:\n  {facts}\nloaded and attached: ok\n"
-        ));
+        return out.write(&plan.explain(&prober));
     }
     let stop = StopSignal::install()?;
     announce(

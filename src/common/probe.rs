@@ -318,6 +318,13 @@ pub struct AttachPlan {
 }
 
 impl AttachPlan {
+    /// What `--explain` prints once the plan has loaded and attached: the plan, the kernel
+    /// facts behind it, and the proof.
+    pub fn explain(&self, prober: &Prober) -> String {
+        let facts = prober.facts().join("\n  ");
+        format!("{self}facts:\n  {facts}\nloaded and attached: ok\n")
+    }
+
     pub fn new(tool: &'static str) -> AttachPlan {
         AttachPlan {
             tool,

@@ -209,6 +209,19 @@ pub fn run(tool: &str, args: &[&str]) -> Output {
         .expect("run tool")
 }
 
+/// `TOOL --explain ARGS`: must succeed and prove the plan loaded and attached; returns stdout.
+pub fn explain(tool: &str, args: &[&str]) -> String {
+    let out = run(tool, &[&["--explain"], args].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("loaded and attached: ok"), "{text}");
+    text
+}
+
 /// Runs the tool as user nobody (no capabilities).
 pub fn run_unprivileged(tool: &str, args: &[&str]) -> Output {
     Command::new("setpriv")
