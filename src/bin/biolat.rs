@@ -7,8 +7,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use iostack::common::blk::{plan_block_hooks, request_map_entries};
-use iostack::common::bpf::{init_libbpf_logging, load_planned, DropCounter, HistogramDrain};
+use iostack::common::blk::{plan_block_hooks, request_map_entries, AccountedRequests};
+use iostack::common::bpf::{
+    init_libbpf_logging, load_planned, per_cpu_counts, DropCounter, HistogramDrain,
+};
 use iostack::common::cli::{self, CommonArgs};
 use iostack::common::disk::{DiskFilter, DiskNames};
 use iostack::common::error::{require_privileges, run_main};
@@ -17,6 +19,7 @@ use iostack::common::output::{announce, HistogramReport, LabeledHistogram, Out};
 use iostack::common::probe::Prober;
 use iostack::common::reqflags::RequestFlags;
 use iostack::common::runloop::{run_intervals, StopSignal};
+use iostack::common::unseen::{DiskTally, UnseenIos};
 
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/biolat.skel.rs"));
@@ -70,7 +73,9 @@ fn run(cli: Cli) -> Result<()> {
     let filter = cli.disk.as_deref().map(DiskFilter::parse).transpose()?;
     require_privileges("biolat")?;
     let prober = Prober::new()?;
-    let hooks = plan_block_hooks(&prober, "biolat", cli.queued, cli.common.explain)?;
+    let mut hooks = plan_block_hooks(&prober, "biolat", cli.queued, cli.common.explain)?;
+    let accounted = AccountedRequests::from_btf(&prober);
+    hooks.plan.decide("counted", accounted.describe());
     let flags = match cli.flags {
         true => Some(
             RequestFlags::from_btf(&prober)
@@ -99,6 +104,10 @@ fn run(cli: Cli) -> Result<()> {
             rodata.filter_dev = filter.as_ref().map_or(0, |f| f.dev);
             rodata.per_disk = cli.disks;
             rodata.flags_mask = flags.as_ref().map_or(0, |f| f.mask());
+            rodata.seen_io_stat = accounted.io_stat;
+            rodata.seen_flush_seq = accounted.flush_seq;
+            rodata.seen_flush_op = accounted.flush_op;
+            rodata.seen_skip_passthrough = accounted.skip_passthrough;
             open.maps.starts.set_max_entries(request_map_entries())?;
             Ok(())
         },
@@ -109,13 +118,14 @@ fn run(cli: Cli) -> Result<()> {
         return out.write(&hooks.plan.explain(&prober));
     }
     let stop = StopSignal::install()?;
+    let mut unseen = UnseenIos::start(filter.as_ref().map(|f| f.dev))?;
     announce(
         &mut out,
         cli.common.json,
         "Tracing block device I/O... Hit Ctrl-C to end.",
     )?;
 
-    let disk_names = DiskNames::load();
+    let mut disk_names = DiskNames::load();
     let mut drain = HistogramDrain::new();
     let mut drop_counter = DropCounter::default();
     run_intervals(&stop, cli.common.interval, cli.common.count, || {
@@ -125,7 +135,13 @@ fn run(cli: Cli) -> Result<()> {
             .as_deref_mut()
             .context("biolat's .bss is not mapped")?;
         let drained = drain.swap_and_drain(&mut bss.hist_gen, &skel.maps.hists)?;
-        let drops = drop_counter.delta(&bss.drops);
+        let mut drops = drop_counter.delta(&bss.drops);
+        let accounted: Vec<(String, DiskTally)> = unseen
+            .update(|| per_cpu_counts(&skel.maps.io_seen))?
+            .into_iter()
+            .map(|t| (disk_names.name_or_reload(t.dev), t))
+            .collect();
+        drops.push(("unseen", accounted.iter().map(|(_, t)| t.unseen).sum()));
         let mut histograms = Vec::with_capacity(drained.len());
         for (key_bytes, hist) in drained {
             let mut key = types::biolat_key::default();
@@ -147,6 +163,7 @@ fn run(cli: Cli) -> Result<()> {
             timestamp: cli.common.timestamp,
             histograms: &histograms,
             drops: &drops,
+            accounted: Some(&accounted),
             totals: false,
         };
         out.write(&report.render(cli.common.json))

@@ -10,8 +10,10 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use libbpf_rs::RingBufferBuilder;
 
-use iostack::common::blk::{plan_bio_owner, plan_block_hooks, plan_submit_hooks, QueueStart};
-use iostack::common::bpf::{init_libbpf_logging, load_planned};
+use iostack::common::blk::{
+    plan_bio_owner, plan_block_hooks, plan_submit_hooks, AccountedRequests, QueueStart,
+};
+use iostack::common::bpf::{init_libbpf_logging, load_planned, per_cpu_counts};
 use iostack::common::cli::{self, usage_error};
 use iostack::common::disk::{DiskFilter, DiskNames};
 use iostack::common::error::{require_privileges, run_main};
@@ -24,6 +26,7 @@ use iostack::common::reqflags::RequestFlags;
 use iostack::common::runloop::StopSignal;
 use iostack::common::stacks::KernelStacks;
 use iostack::common::threshold::{describe_threshold, parse_threshold};
+use iostack::common::unseen::{describe_unseen, UnseenIos};
 
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/bioslower.skel.rs"));
@@ -50,6 +53,11 @@ const LOSSES: &[LossKind] = &[
     LossKind {
         name: "clock",
         text: "I/Os with a start time after their end",
+    },
+    // Found in user space (common::unseen), reported per disk.
+    LossKind {
+        name: "unseen",
+        text: "I/Os completed (per /proc/diskstats) that never reached the BPF programs",
     },
 ];
 
@@ -143,11 +151,12 @@ struct Settings {
     bio_with_queue: bool,
 }
 
-fn plan(prober: &Prober, cli: &Cli) -> Result<Settings> {
+fn plan(prober: &Prober, cli: &Cli, accounted: &AccountedRequests) -> Result<Settings> {
     match cli.stage {
         Stage::Block => {
             let mut hooks = plan_block_hooks(prober, "bioslower", cli.queued, cli.explain)?;
             let bio_with_queue = plan_bio_owner(prober, &mut hooks.plan)?;
+            hooks.plan.decide("counted", accounted.describe());
             Ok(Settings {
                 plan: hooks.plan,
                 queue_start: hooks.queue_start,
@@ -181,7 +190,8 @@ fn run(cli: Cli) -> Result<()> {
     let comm = cli.comm.as_deref().map(CommFilter::parse).transpose()?;
     require_privileges("bioslower")?;
     let prober = Prober::new()?;
-    let settings = plan(&prober, &cli)?;
+    let accounted = AccountedRequests::from_btf(&prober);
+    let settings = plan(&prober, &cli, &accounted)?;
     let flags = RequestFlags::from_btf(&prober).context(
         "this kernel's BTF has no req_op/req_flag_bits enums, needed to decode the T column",
     )?;
@@ -211,6 +221,10 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
             rodata.want_stack = cli.kernel_stack;
+            rodata.seen_io_stat = accounted.io_stat;
+            rodata.seen_flush_seq = accounted.flush_seq;
+            rodata.seen_flush_op = accounted.flush_op;
+            rodata.seen_skip_passthrough = accounted.skip_passthrough;
             open.maps.events.set_max_entries(RINGBUF_BYTES)?;
             open.maps
                 .stacks
@@ -225,6 +239,11 @@ fn run(cli: Cli) -> Result<()> {
     }
 
     let stop = StopSignal::install()?;
+    // Block requests are what /proc/diskstats counts; bio submissions are not.
+    let mut unseen = match cli.stage {
+        Stage::Block => Some(UnseenIos::start(disk.as_ref().map(|d| d.dev))?),
+        Stage::Submit => None,
+    };
     let start_ns = monotonic_ns();
     let what = match cli.stage {
         Stage::Block => "block device I/O",
@@ -313,6 +332,22 @@ fn run(cli: Cli) -> Result<()> {
             .collect();
         for line in losses.new_lines(&now, cli.json) {
             sink.line(&line)?;
+        }
+        if let Some(unseen) = unseen.as_mut() {
+            let found = unseen.update(|| per_cpu_counts(&skel.maps.io_seen))?;
+            for (dev, n) in found
+                .iter()
+                .filter(|t| t.unseen > 0)
+                .map(|t| (t.dev, t.unseen))
+            {
+                let name = disks.borrow_mut().name_or_reload(dev);
+                losses.add("unseen", n);
+                sink.line(&if cli.json {
+                    serde_json::json!({"lost": n, "reason": "unseen", "disk": name}).to_string()
+                } else {
+                    format!("lost {}", describe_unseen(n, &name))
+                })?;
+            }
         }
         sink.flush()
     };

@@ -153,6 +153,7 @@ fn run(cli: Cli) -> Result<()> {
             timestamp: cli.common.timestamp,
             histograms: &histograms,
             drops: &drops,
+            accounted: None,
             totals: true,
         };
         out.write(&report.render(cli.common.json))

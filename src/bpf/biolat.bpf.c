@@ -6,6 +6,7 @@
 #include <bpf/bpf_tracing.h>
 #include "hist.bpf.h"
 #include "blk.bpf.h"
+#include "io_seen.bpf.h"
 #include "biolat.h"
 
 const volatile __u32 q_start = Q_START_OFF;
@@ -85,16 +86,17 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 	struct biolat_key hk = {};
 	struct hist *h;
 	__u64 ts = 0, *tsp;
+	__u32 dev = rq_dev(rq);
 
-	if (q_start == Q_START_RQ_FIELD) {
+	if (filter_disk && dev != filter_dev)
+		return 0;
+	count_seen(rq, nr_bytes, dev);
+	if (q_start == Q_START_RQ_FIELD)
 		ts = BPF_CORE_READ(rq, start_time_ns);
-		if (ts && !disk_selected(rq))
-			return 0;
-	}
 	if (!ts) {
 		tsp = bpf_map_lookup_elem(&starts, &key);
 		if (!tsp || !*tsp) {
-			if (nr_bytes && disk_selected(rq))
+			if (nr_bytes)
 				count_drop(DROP_NO_START);
 			return 0;
 		}
@@ -108,7 +110,7 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 
 	hk.gen = hist_gen & 1;
 	if (per_disk)
-		hk.dev = rq_dev(rq);
+		hk.dev = dev;
 	if (flags_mask)
 		hk.flags = BPF_CORE_READ(rq, cmd_flags) & flags_mask;
 	h = hist_get(&hists, &hk);

@@ -11,6 +11,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "blk.bpf.h"
+#include "io_seen.bpf.h"
 #include "biolat.h"
 #include "bioslower.h"
 
@@ -212,12 +213,16 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 	__u64 now, start = 0, issue;
 	struct rq_start *sp, s;
 	struct slow_event *e;
+	__u32 dev = rq_dev(rq);
 
+	if (filter_disk && dev != filter_dev)
+		return 0;
+	count_seen(rq, nr_bytes, dev);
 	sp = bpf_map_lookup_elem(&rq_starts, &key);
 	if (!sp) {
 		/* nr_bytes == 0: a PREFLUSH write's second completion (from the flush machinery) or
 		 * an empty flush never issued; not a lost start. */
-		if (nr_bytes && disk_selected(rq))
+		if (nr_bytes)
 			count_drop(SLOW_DROP_MISSED_START);
 		return 0;
 	}
@@ -258,7 +263,7 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 	e->bytes = BPF_CORE_READ(rq, __data_len);
 	e->pid = s.who.pid;
 	e->tid = s.who.tid;
-	e->dev = rq_dev(rq);
+	e->dev = dev;
 	e->cmd_flags = BPF_CORE_READ(rq, cmd_flags);
 	e->stack_id = -1;
 	__builtin_memcpy(e->comm, s.who.comm, sizeof(e->comm));

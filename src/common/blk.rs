@@ -306,3 +306,67 @@ pub fn request_structures() -> u64 {
 pub fn request_map_entries() -> u32 {
     (request_structures() * 5 / 4).clamp(16384, 1 << 20) as u32
 }
+
+/// Which completed requests /proc/diskstats counts (`src/bpf/io_seen.bpf.h`):
+/// - a request when it ends, with `RQF_IO_STAT` set and `RQF_FLUSH_SEQ` clear
+///   (blk_account_io_done);
+/// - the flush machinery's own flush request (`RQF_FLUSH_SEQ`, op `REQ_OP_FLUSH`) when it ends:
+///   that is where the `flushes` column is counted (blk_account_io_flush), not on the requests
+///   that asked for the flush.
+///
+/// The bits come from this kernel's BTF (an enum since 6.10, anonymous before `enum rqf_flags`);
+/// older kernels #define them (RQF_FLUSH_SEQ 1 << 4, RQF_IO_STAT 1 << 13, unchanged from 4.x to
+/// 6.9) and also set RQF_IO_STAT on passthrough requests, which they leave out of the statistics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccountedRequests {
+    pub io_stat: u32,
+    pub flush_seq: u32,
+    pub flush_op: u32,
+    pub skip_passthrough: bool,
+}
+
+impl AccountedRequests {
+    pub fn from_btf(prober: &Prober) -> AccountedRequests {
+        let bit = |name: &str| prober.enumerator(name).and_then(|v| u32::try_from(v).ok());
+        let flush_op = prober
+            .enumerator("REQ_OP_FLUSH")
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(2);
+        match (bit("__RQF_IO_STAT"), bit("__RQF_FLUSH_SEQ")) {
+            (Some(io_stat), Some(flush_seq)) if io_stat < 32 && flush_seq < 32 => {
+                AccountedRequests {
+                    io_stat: 1 << io_stat,
+                    flush_seq: 1 << flush_seq,
+                    flush_op,
+                    skip_passthrough: false,
+                }
+            }
+            _ => AccountedRequests {
+                io_stat: 1 << 13,
+                flush_seq: 1 << 4,
+                flush_op,
+                skip_passthrough: true,
+            },
+        }
+    }
+
+    /// For `--explain`.
+    pub fn describe(&self) -> String {
+        format!(
+            "what /proc/diskstats counts: requests ending with rq_flags IO_STAT {:#x} and not FLUSH_SEQ {:#x}{}, and flush requests (FLUSH_SEQ, op {}) (bits from {})",
+            self.io_stat,
+            self.flush_seq,
+            if self.skip_passthrough {
+                ", not passthrough"
+            } else {
+                ""
+            },
+            self.flush_op,
+            if self.skip_passthrough {
+                "the #defines of kernels without __RQF_* in BTF"
+            } else {
+                "BTF"
+            }
+        )
+    }
+}

@@ -153,6 +153,31 @@ pub fn drain_generation<M: MapCore>(map: &M, gen: u32) -> Result<Vec<(Vec<u8>, L
     Ok(out)
 }
 
+/// A per-CPU hash of `__u32` keys and `__u64` counters, summed over CPUs (e.g. `io_seen`).
+pub fn per_cpu_counts<M: MapCore>(map: &M) -> Result<std::collections::HashMap<u32, u64>> {
+    let mut out = std::collections::HashMap::new();
+    for key in map.keys() {
+        let Some(per_cpu) = map
+            .lookup_percpu(&key, MapFlags::ANY)
+            .context("reading a per-CPU counter")?
+        else {
+            continue;
+        };
+        let k = u32::from_ne_bytes(
+            key[..4]
+                .try_into()
+                .context("a counter key is not 4 bytes")?,
+        );
+        let sum = per_cpu
+            .iter()
+            .filter_map(|v| v.get(..8).and_then(|b| b.try_into().ok()))
+            .map(u64::from_ne_bytes)
+            .sum();
+        out.insert(k, sum);
+    }
+    Ok(out)
+}
+
 /// Names of the `enum drop_reason` counters in `src/bpf/hist.h`, in order.
 pub const DROP_NAMES: [&str; 4] = ["no_start", "hist_full", "clock", "start_full"];
 

@@ -150,10 +150,11 @@ impl Losses {
 
     /// Lines for the counters that grew since the last call: `lost N <text>`, or
     /// `{"lost":N,"reason":"<name>"}` with `json`.
+    /// `now` holds the kernel's counters, in the order of the first kinds; kinds past its end
+    /// are counted by `add`.
     pub fn new_lines(&mut self, now: &[u64], json: bool) -> Vec<String> {
         let mut lines = Vec::new();
-        for (i, kind) in self.kinds.iter().enumerate() {
-            let total = now.get(i).copied().unwrap_or(0);
+        for (i, (kind, &total)) in self.kinds.iter().zip(now).enumerate() {
             let new = total.wrapping_sub(self.seen[i]);
             if new == 0 {
                 continue;
@@ -166,6 +167,14 @@ impl Losses {
             });
         }
         lines
+    }
+
+    /// Adds `n` losses of the kind called `name`, for losses found in user space that the caller
+    /// reports in-band itself (with more detail than one line per kind).
+    pub fn add(&mut self, name: &str, n: u64) {
+        if let Some(i) = self.kinds.iter().position(|k| k.name == name) {
+            self.seen[i] += n;
+        }
     }
 
     /// The closing summary: events shown and every loss counter.

@@ -15,3 +15,4 @@ pub mod runloop;
 pub mod stacks;
 pub mod syscalls;
 pub mod threshold;
+pub mod unseen;

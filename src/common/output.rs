@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::common::error::StdoutClosed;
 use crate::common::hist::{fmt_value, LatencyHistogram, Log2Slot, Summary, Unit};
+use crate::common::unseen::{describe_unseen, DiskTally};
 
 /// Writes to stdout, flushing after each block so pipes see reports as they happen.
 pub struct Out {
@@ -81,6 +82,10 @@ pub struct HistogramReport<'a> {
     pub timestamp: bool,
     pub histograms: &'a [LabeledHistogram],
     pub drops: &'a [(&'static str, u64)],
+    /// Block tools: per disk name, the completions /proc/diskstats counts that the programs saw
+    /// and those found unseen in this report (see `common::unseen`; the unseen total is also the
+    /// `unseen` entry of `drops`). None for tools without the reconciliation.
+    pub accounted: Option<&'a [(String, DiskTally)]>,
     /// Close the text report with a table of the histograms sorted by total time.
     pub totals: bool,
 }
@@ -103,6 +108,8 @@ struct JsonReport<'a> {
     unit: &'a str,
     histograms: Vec<JsonHistogram<'a>>,
     drops: serde_json::Map<String, serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    accounted: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Where the time went: one row per histogram, the largest total first.
@@ -165,11 +172,17 @@ impl HistogramReport<'_> {
             s.push_str(&totals_table(self.histograms, self.unit));
         }
         for (name, n) in self.drops {
-            if *n > 0 {
+            // Told per disk below.
+            if *n > 0 && *name != "unseen" {
                 s.push_str(&format!(
                     "note: {}\n",
                     crate::common::bpf::describe_drop(name, *n)
                 ));
+            }
+        }
+        for (disk, t) in self.accounted.unwrap_or_default() {
+            if t.unseen > 0 {
+                s.push_str(&format!("note: {}\n", describe_unseen(t.unseen, disk)));
             }
         }
         s
@@ -204,6 +217,14 @@ impl HistogramReport<'_> {
                 .iter()
                 .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
                 .collect(),
+            accounted: self.accounted.map(|a| {
+                a.iter()
+                    .map(|(d, t)| {
+                        let v = serde_json::json!({"seen": t.seen, "unseen": t.unseen});
+                        (d.clone(), v)
+                    })
+                    .collect()
+            }),
         };
         let mut line =
             serde_json::to_string(&report).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
@@ -245,6 +266,7 @@ mod tests {
             timestamp: false,
             histograms: &hists,
             drops: &drops,
+            accounted: None,
             totals: false,
         };
         let line = report.json();
@@ -285,6 +307,7 @@ mod tests {
             timestamp: false,
             histograms: &hists,
             drops: &drops,
+            accounted: None,
             totals: false,
         };
         let text = report.text();

@@ -153,6 +153,25 @@ impl Prober {
         None
     }
 
+    /// The value of an enumerator, whichever enum holds it (named or anonymous: enums get
+    /// named and renamed, e.g. the `__RQF_*` bits are an anonymous enum in 6.12 and
+    /// `enum rqf_flags` later).
+    pub fn enumerator(&self, member: &str) -> Option<i128> {
+        let wanted = std::ffi::OsStr::new(member);
+        self.btf
+            .type_by_kind::<Enum>()
+            .find_map(|e| {
+                e.iter()
+                    .find(|m| m.name == Some(wanted))
+                    .map(|m| m.value as i128)
+            })
+            .or_else(|| {
+                self.btf
+                    .type_by_kind::<Enum64>()
+                    .find_map(|e| e.iter().find(|m| m.name == Some(wanted)).map(|m| m.value))
+            })
+    }
+
     /// A tp_btf program loads and attaches on this tracepoint.
     pub fn tp_btf_works(&self, tracepoint: &str) -> Result<(), String> {
         trial(Trial::TpBtf, tracepoint)

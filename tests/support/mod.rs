@@ -299,3 +299,36 @@ pub fn assert_closed_stdout_ends_quietly(tool: &str, args: &[&str], first_line: 
     assert!(status.success(), "exit {status:?}, stderr {err}");
     assert_eq!(err, "", "nothing on stderr");
 }
+
+/// I/Os a block tool reported as `unseen`: completed per /proc/diskstats but never shown to its
+/// BPF programs (the kernel skips BPF programs in some contexts; see the README). Read from its
+/// own report: JSON `drops.unseen` (biolat) and `{"lost":N,"reason":"unseen"}` lines
+/// (bioslower), or the text notes `N I/O(s) completed on DISK (per /proc/diskstats) never
+/// reached the BPF programs` (both). Exact counts in tests are `shown + unseen == caused`.
+pub fn unseen(stdout: &str) -> u64 {
+    stdout
+        .lines()
+        .map(|line| {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                if v.get("tool").is_some() {
+                    return v["drops"]["unseen"].as_u64().unwrap_or(0);
+                }
+                if v["reason"] == "unseen" {
+                    return v["lost"].as_u64().unwrap_or(0);
+                }
+                return 0;
+            }
+            let rest = line
+                .strip_prefix("note: ")
+                .or_else(|| line.strip_prefix("lost "));
+            match rest {
+                Some(r) if r.contains("(per /proc/diskstats) never reached the BPF programs") => r
+                    .split_whitespace()
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0),
+                _ => 0,
+            }
+        })
+        .sum()
+}
