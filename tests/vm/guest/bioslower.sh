@@ -56,11 +56,12 @@ else
   n=$(events "$out" | wc -l)
   mine=$(events "$out" | grep -c "\"comm\":\"dd\",\"pid\":$dd_pid,")
   writes=$(field "$out" rwbs | grep -c '^W')
-  detail="$n events, $mine from dd pid $dd_pid, $writes writes; $(summary "$out")"
-  if [ "$rc_all" -eq 0 ] && [ "$n" = "$N" ] && [ "$mine" = "$N" ] && [ "$writes" = "$N" ]; then
+  lost=$(json_unseen "$out")
+  detail="$n events + $lost unseen, $mine from dd pid $dd_pid, $writes writes; $(summary "$out")"
+  if [ "$rc_all" -eq 0 ] && [ $((n + lost)) = "$N" ] && [ "$mine" = "$n" ] && [ "$writes" = "$n" ]; then
     pass exact "$detail"
   else
-    fail exact "$detail; want $N of each (exit $rc_all: $(brief all))"
+    fail exact "$detail; want $N shown or unseen, each from dd, each a write (exit $rc_all: $(brief all))"
   fi
   quiet=$(events "$(out_of ten)" | wc -l)
   # The 0-ms run above is the witness: it saw the same I/Os, and how slow the slowest was.
@@ -69,6 +70,31 @@ else
     pass fast-silent "bioslower 10 printed no event for $N fast writes (slowest ${slowest:-?} ms)"
   else
     fail fast-silent "bioslower 10 printed $quiet events (slowest ${slowest:-?} ms, exit $rc_ten: $(brief ten))"
+  fi
+fi
+
+# --- accounted: 2000 reads, each shown or reported lost, against /proc/diskstats ------------
+
+READS=2000
+if ! tool_start acct -j 0 -d "$fast"; then
+  fail accounted "bioslower did not start: $(brief acct)"
+else
+  before=$(disk_requests "$fast")
+  dd_read "$fast" "$READS" "$at"
+  after=$(disk_requests "$fast")
+  tool_stop acct
+  rc=$?
+  out=$(out_of acct)
+  n=$(events "$out" | wc -l)
+  lost=$(grep '"summary"' "$out" | tail -n 1 | sed -n 's/.*"lost":\([0-9]*\).*/\1/p')
+  unseen_n=$(json_unseen "$out")
+  delta=$((after - before))
+  detail="diskstats $delta, $n events + ${lost:-?} lost ($unseen_n unseen)"
+  if [ "$rc" -eq 0 ] && [ "$delta" = "$READS" ] && [ $((n + ${lost:-0})) = "$delta" ] &&
+    { [ -z "${IOSTACK_SLOW_DISK:-}" ] || [ "${lost:-0}" = 0 ]; }; then
+    pass accounted "$detail"
+  else
+    fail accounted "$detail; want shown + lost = $READS (none lost in a VM) (exit $rc: $(brief acct))"
   fi
 fi
 

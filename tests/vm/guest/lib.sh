@@ -67,6 +67,12 @@ disk_ios() {
   awk -v d="$1" '$3 == d { print $4 + $8; found = 1 } END { if (!found) print "none" }' /proc/diskstats
 }
 
+# disk_requests DISK: every request the disk completed: reads, writes, discards and flushes
+# (fields 4, 8, 15 and 19 of /proc/diskstats; the last two are 0 where the kernel lacks them).
+disk_requests() {
+  awk -v d="$1" '$3 == d { print $4 + $8 + $15 + $19; found = 1 } END { if (!found) print "none" }' /proc/diskstats
+}
+
 # disk_present DISK: it is a whole disk the block layer knows.
 disk_present() { [ -n "$1" ] && [ -e "/sys/block/$1/dev" ] && [ -b "/dev/$1" ]; }
 
@@ -269,6 +275,52 @@ json_drops() {
       all = all (all == "" ? "" : "; ") d
     }
     END { print all }' "$1"
+}
+
+# json_unseen FILE [DISK]: I/Os the tool reported unseen (completed per /proc/diskstats, never
+# shown to its BPF programs; see the README): biolat's accounted.DISK.unseen (every disk when
+# DISK is not given) or bioslower's {"disk":DISK,"lost":N,"reason":"unseen"} records. Exact
+# counts are `shown + unseen = caused`.
+json_unseen() {
+  awk -v want="${2:-}" '
+    /"accounted":\{/ {
+      a = $0; sub(/^.*"accounted":\{/, "", a)
+      while (match(a, /"[^"]*":\{"seen":[0-9]+,"unseen":[0-9]+\}/)) {
+        e = substr(a, RSTART, RLENGTH); a = substr(a, RSTART + RLENGTH)
+        d = e; sub(/^"/, "", d); sub(/".*$/, "", d)
+        u = e; sub(/^.*"unseen":/, "", u); sub(/\}$/, "", u)
+        if (want == "" || d == want) n += u
+      }
+    }
+    /"reason":"unseen"/ {
+      d = $0; sub(/^.*"disk":"/, "", d); sub(/".*$/, "", d)
+      l = $0; sub(/^.*"lost":/, "", l); sub(/[,}].*$/, "", l)
+      if (want == "" || d == want) n += l
+    }
+    END { print n + 0 }' "$1"
+}
+
+# json_seen FILE DISK: completions /proc/diskstats counts that biolat's programs saw on DISK.
+json_seen() {
+  awk -v want="$2" '
+    /"accounted":\{/ {
+      a = $0; sub(/^.*"accounted":\{/, "", a)
+      while (match(a, /"[^"]*":\{"seen":[0-9]+/)) {
+        e = substr(a, RSTART, RLENGTH); a = substr(a, RSTART + RLENGTH)
+        d = e; sub(/^"/, "", d); sub(/".*$/, "", d)
+        v = e; sub(/^.*"seen":/, "", v)
+        if (d == want) n += v
+      }
+    }
+    END { print n + 0 }' "$1"
+}
+
+# text_unseen FILE: the same from a text report (`note: N I/O... never reached the BPF programs`
+# or bioslower's `lost N I/O...`).
+text_unseen() {
+  awk '/^(note|lost):? [0-9]+ I\/Os? completed on .* never reached the BPF programs/ {
+      sub(/^(note: |lost )/, ""); n += $1 }
+    END { print n + 0 }' "$1"
 }
 
 # --- what this kernel offers (for checks that verify a tool's choices) -----------------------
