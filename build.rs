@@ -40,6 +40,7 @@ fn main() {
             .unwrap_or_else(|err| panic!("compiling {}: {err:#}", source.display()));
     }
     println!("cargo:rerun-if-changed=src/bpf");
+    println!("cargo:rerun-if-changed=src/bpf/lib");
     println!("cargo:rerun-if-changed=examples");
     println!("cargo:rerun-if-changed={vmlinux_dir}/vmlinux.h");
 }

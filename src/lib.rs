@@ -1,2 +1,3 @@
-//! iostack: the shared library behind every tool (`common`).
+//! iostack: the shared library (`common`) and the tools built on it (`tools`).
 pub mod common;
+pub mod tools;

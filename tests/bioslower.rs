@@ -77,7 +77,7 @@ fn threshold_zero_shows_every_io_with_the_submitting_dd() {
     let shown = events.len();
     assert!(
         out.ends_with(&format!(
-            "\n{shown} events, {lost} lost (ring_buffer_full 0, missed_start 0, start_map_full 0, clock 0, unseen {lost})\n"
+            "\n{shown} events, {lost} lost (ring_buffer_full 0, no_start 0, start_full 0, clock 0, unseen {lost})\n"
         )),
         "{out}"
     );
@@ -149,7 +149,7 @@ fn json_events_have_the_documented_fields() {
     assert_eq!(summary["summary"]["lost"], lost);
     assert_eq!(summary["summary"]["unseen"], lost);
     assert_eq!(summary["summary"]["ring_buffer_full"], 0);
-    assert_eq!(summary["summary"]["missed_start"], 0);
+    assert_eq!(summary["summary"]["no_start"], 0);
 }
 
 #[test]
@@ -242,7 +242,7 @@ fn a_stalled_reader_loses_events_and_counts_every_one() {
     let lost = in_band + never_seen;
     assert!(
         out.ends_with(&format!(
-            "\n{shown} events, {lost} lost (ring_buffer_full {in_band}, missed_start 0, start_map_full 0, clock 0, unseen {never_seen})\n"
+            "\n{shown} events, {lost} lost (ring_buffer_full {in_band}, no_start 0, start_full 0, clock 0, unseen {never_seen})\n"
         )),
         "{}",
         &out[out.len().saturating_sub(300)..]
@@ -299,7 +299,7 @@ fn unprivileged_run_is_a_one_line_error() {
 fn submit_stage_runs_or_says_why_not() {
     let _g = serial();
     require_root();
-    let prober = iostack::common::probe::Prober::new().expect("kernel BTF");
+    let prober = iostack::common::prober::Prober::new().expect("kernel BTF");
     let fentry = prober.fentry_works("submit_bio_noacct");
     let kprobe = prober.kprobe_works("submit_bio_noacct");
     let out = run("bioslower", &["--stage", "submit", "-K", "--explain"]);

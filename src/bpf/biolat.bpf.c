@@ -4,14 +4,14 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
-#include "hist.bpf.h"
-#include "blk.bpf.h"
-#include "io_seen.bpf.h"
+#include "lib/hist.bpf.h"
+#include "lib/losses.bpf.h"
+#include "lib/disk_filter.bpf.h"
+#include "lib/blk.bpf.h"
+#include "lib/io_seen.bpf.h"
 #include "biolat.h"
 
 const volatile __u32 q_start = Q_START_OFF;
-const volatile bool filter_disk = false;
-const volatile __u32 filter_dev = 0;
 const volatile bool per_disk = false;
 const volatile __u32 flags_mask = 0;
 
@@ -36,11 +36,6 @@ struct {
 	__type(value, struct hist);
 } hists SEC(".maps");
 
-static __always_inline bool disk_selected(struct request *rq)
-{
-	return !filter_disk || rq_dev(rq) == filter_dev;
-}
-
 /* keep: leave an earlier start of this life in place (the -Q start, when the request is then
  * issued). */
 static __always_inline int stamp(struct request *rq, bool keep)
@@ -48,7 +43,7 @@ static __always_inline int stamp(struct request *rq, bool keep)
 	__u64 key = (__u64)rq;
 	__u64 ts, *tsp;
 
-	if (!disk_selected(rq))
+	if (filter_dev && !disk_selected(rq_dev(rq)))
 		return 0;
 	/* The kernel's own accounting stamp serves -Q; the map is only needed where it is 0. */
 	if (q_start == Q_START_RQ_FIELD && BPF_CORE_READ(rq, start_time_ns))
@@ -61,7 +56,7 @@ static __always_inline int stamp(struct request *rq, bool keep)
 	}
 	ts = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&starts, &key, &ts, BPF_ANY))
-		count_drop(DROP_START_FULL);
+		count_loss(LOSS_START_FULL);
 	return 0;
 }
 
@@ -88,7 +83,7 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 	__u64 ts = 0, *tsp;
 	__u32 dev = rq_dev(rq);
 
-	if (filter_disk && dev != filter_dev)
+	if (!disk_selected(dev))
 		return 0;
 	count_seen(rq, nr_bytes, dev);
 	if (q_start == Q_START_RQ_FIELD)
@@ -97,14 +92,14 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 		tsp = bpf_map_lookup_elem(&starts, &key);
 		if (!tsp || !*tsp) {
 			if (nr_bytes)
-				count_drop(DROP_NO_START);
+				count_loss(LOSS_NO_START);
 			return 0;
 		}
 		ts = *tsp;
 		*tsp = 0;
 	}
 	if (ts > now) {
-		count_drop(DROP_CLOCK);
+		count_loss(LOSS_CLOCK);
 		return 0;
 	}
 
@@ -119,6 +114,6 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 	return 0;
 }
 
-#include "blk_hooks.bpf.h"
+#include "lib/blk_hooks.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";

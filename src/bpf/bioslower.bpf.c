@@ -10,39 +10,30 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
-#include "blk.bpf.h"
-#include "io_seen.bpf.h"
-#include "biolat.h"
+#include "lib/losses.bpf.h"
+#include "lib/task_filter.bpf.h"
+#include "lib/disk_filter.bpf.h"
+#include "lib/blk.bpf.h"
+#include "lib/io_seen.bpf.h"
+#include "lib/tp_twins.bpf.h"
+#include "lib/func_hooks.bpf.h"
 #include "bioslower.h"
 
 const volatile __u64 min_ns = 10 * 1000 * 1000;
 const volatile __u32 q_start = Q_START_OFF;
-const volatile bool filter_disk = false;
-const volatile __u32 filter_dev = 0;
-const volatile __u32 filter_tgid = 0;
-const volatile bool filter_comm = false;
-const volatile char comm_filter[BIOSLOWER_COMM_LEN] = {};
 /* block_bio_queue(q, bio) and block_split(q, bio, sector) until 5.11; (bio[, sector]) since.
  * Set from BTF by user space; the untaken branch is pruned by the verifier. */
 const volatile bool bio_tp_with_queue = false;
 /* --stage submit -K: remember where each slow submission slept. */
 const volatile bool want_stack = false;
 
-__u64 drops[SLOW_DROP_MAX];
-
 /* Reserved so that the type reaches the generated skeleton. */
 struct slow_event _event = {};
-
-static __always_inline void count_drop(enum slow_drop why)
-{
-	if (why < SLOW_DROP_MAX)
-		__sync_fetch_and_add(&drops[why], 1);
-}
 
 struct owner {
 	__u32 pid;
 	__u32 tid;
-	char comm[BIOSLOWER_COMM_LEN];
+	char comm[IOSTACK_COMM_LEN];
 };
 
 /* The task that submitted a bio, until its request is first seen. LRU: bios merged into another
@@ -84,34 +75,19 @@ static __always_inline struct slow_event *slow_event(__u64 start, __u64 now)
 	struct slow_event *e;
 
 	if (start > now) {
-		count_drop(SLOW_DROP_CLOCK);
+		count_loss(LOSS_CLOCK);
 		return NULL;
 	}
 	if (now - start < min_ns)
 		return NULL;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count_drop(SLOW_DROP_RINGBUF);
+		count_loss(LOSS_RINGBUF_FULL);
 		return NULL;
 	}
 	e->ts_ns = now;
 	e->lat_ns = now - start;
 	return e;
-}
-
-static __always_inline bool task_selected(const struct owner *who)
-{
-	if (filter_tgid && who->pid != filter_tgid)
-		return false;
-	if (filter_comm) {
-		for (int i = 0; i < BIOSLOWER_COMM_LEN; i++) {
-			if (who->comm[i] != comm_filter[i])
-				return false;
-			if (!who->comm[i])
-				break;
-		}
-	}
-	return true;
 }
 
 static __always_inline void current_owner(struct owner *who)
@@ -123,11 +99,6 @@ static __always_inline void current_owner(struct owner *who)
 	bpf_get_current_comm(who->comm, sizeof(who->comm));
 }
 
-static __always_inline bool disk_selected(struct request *rq)
-{
-	return !filter_disk || rq_dev(rq) == filter_dev;
-}
-
 /* ---- block stage ------------------------------------------------------------------------- */
 
 static __always_inline int remember_owner(struct bio *bio)
@@ -135,7 +106,7 @@ static __always_inline int remember_owner(struct bio *bio)
 	struct owner who;
 	__u64 key = (__u64)bio;
 
-	if (!bio || (filter_disk && bio_dev(bio) != filter_dev))
+	if (!bio || (filter_dev && !disk_selected(bio_dev(bio))))
 		return 0;
 	current_owner(&who);
 	bpf_map_update_elem(&bio_owner, &key, &who, BPF_ANY);
@@ -166,9 +137,9 @@ static __always_inline void track(struct request *rq, __u64 bio, __u64 q_ns, __u
 	} else {
 		current_owner(&s.who);
 	}
-	s.skip = !task_selected(&s.who);
+	s.skip = !task_selected(s.who.pid, s.who.tid, s.who.comm);
 	if (bpf_map_update_elem(&rq_starts, &key, &s, BPF_ANY))
-		count_drop(SLOW_DROP_START_FULL);
+		count_loss(LOSS_START_FULL);
 }
 
 static __always_inline int on_queue_start(struct request *rq)
@@ -176,7 +147,7 @@ static __always_inline int on_queue_start(struct request *rq)
 	__u64 key = (__u64)rq, bio;
 	struct rq_start *s;
 
-	if (!disk_selected(rq))
+	if (filter_dev && !disk_selected(rq_dev(rq)))
 		return 0;
 	bio = (__u64)BPF_CORE_READ(rq, bio);
 	/* A requeued request is inserted again (from kblockd): the same life, same owner. */
@@ -193,7 +164,7 @@ static __always_inline int on_issue(struct request *rq)
 	__u64 bio, now;
 	struct rq_start *s;
 
-	if (!disk_selected(rq))
+	if (filter_dev && !disk_selected(rq_dev(rq)))
 		return 0;
 	now = bpf_ktime_get_ns();
 	bio = (__u64)BPF_CORE_READ(rq, bio);
@@ -215,7 +186,7 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 	struct slow_event *e;
 	__u32 dev = rq_dev(rq);
 
-	if (filter_disk && dev != filter_dev)
+	if (!disk_selected(dev))
 		return 0;
 	count_seen(rq, nr_bytes, dev);
 	sp = bpf_map_lookup_elem(&rq_starts, &key);
@@ -223,7 +194,7 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 		/* nr_bytes == 0: a PREFLUSH write's second completion (from the flush machinery) or
 		 * an empty flush never issued; not a lost start. */
 		if (nr_bytes)
-			count_drop(SLOW_DROP_MISSED_START);
+			count_loss(LOSS_NO_START);
 		return 0;
 	}
 	/* A partial completion: the request goes on; report it when it ends. */
@@ -251,7 +222,7 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
 			start = s.issue_ns;
 	}
 	if (!start) {
-		count_drop(SLOW_DROP_MISSED_START);
+		count_loss(LOSS_NO_START);
 		return 0;
 	}
 	e = slow_event(start, now);
@@ -276,7 +247,7 @@ static __always_inline int bio_queue_args(__u64 *args)
 	return remember_owner(bio_tp_bio(args));
 }
 
-#include "blk_hooks.bpf.h"
+#include "lib/blk_hooks.bpf.h"
 
 TP_TWINS(block_bio_queue, bio_queue, bio_queue_args)
 /* The front part of a split bio is never passed to block_bio_queue; it becomes a request. */
@@ -317,7 +288,6 @@ static __always_inline int submit_enter(struct bio *bio)
 {
 	struct submit_start n = {};
 	struct submit_start *s;
-	struct owner who;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 dev;
 
@@ -332,13 +302,8 @@ static __always_inline int submit_enter(struct bio *bio)
 	if (s)
 		bpf_map_delete_elem(&submits, &tid);
 	dev = bio_dev(bio);
-	if (filter_disk && dev != filter_dev)
+	if (!disk_selected(dev) || !current_selected())
 		return 0;
-	if (filter_tgid || filter_comm) {
-		current_owner(&who);
-		if (!task_selected(&who))
-			return 0;
-	}
 	n.start_ns = bpf_ktime_get_ns();
 	n.sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
 	n.bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
@@ -348,7 +313,7 @@ static __always_inline int submit_enter(struct bio *bio)
 	n.sleep_stack = -1;
 	n.longest_stack = -1;
 	if (bpf_map_update_elem(&submits, &tid, &n, BPF_ANY))
-		count_drop(SLOW_DROP_START_FULL);
+		count_loss(LOSS_START_FULL);
 	return 0;
 }
 
@@ -392,30 +357,19 @@ static __always_inline int submit_exit(void *ctx)
 	return 0;
 }
 
-/* Retargeted by user space at submit_bio_noacct, generic_make_request or submit_bio. */
-SEC("fentry/submit_bio_noacct")
-int BPF_PROG(submit_fentry, struct bio *bio)
+static __always_inline int submit_entry(void *ctx, enum hook_flavour flavour)
 {
-	return submit_enter(bio);
+	return submit_enter((struct bio *)hook_arg(ctx, flavour, 0));
 }
 
-SEC("fexit/submit_bio_noacct")
-int BPF_PROG(submit_fexit, struct bio *bio)
+static __always_inline int submit_return(void *ctx, long ret)
 {
 	return submit_exit(ctx);
 }
 
-SEC("kprobe/submit_bio_noacct")
-int BPF_KPROBE(submit_kprobe, struct bio *bio)
-{
-	return submit_enter(bio);
-}
-
-SEC("kretprobe/submit_bio_noacct")
-int BPF_KRETPROBE(submit_kretprobe)
-{
-	return submit_exit(ctx);
-}
+/* Retargeted by user space at submit_bio_noacct, generic_make_request or submit_bio, each
+ * taking one argument, the bio. */
+FUNC_HOOKS(submit, 1, submit_entry, submit_return)
 
 /* -K: a thread inside a submission going to sleep (not preempted) records where; waking up, it
  * keeps the stack of its longest sleep. */

@@ -3,7 +3,6 @@
 #ifndef IOSTACK_BIOSLOWER_H
 #define IOSTACK_BIOSLOWER_H
 
-#define BIOSLOWER_COMM_LEN 16
 
 /* One I/O (or bio submission) slower than the threshold. */
 struct slow_event {
@@ -18,16 +17,7 @@ struct slow_event {
 	__u32 dev;      /* kernel dev_t of the whole disk (major << 20 | minor) */
 	__u32 cmd_flags; /* op and flags (REQ_OP_* | REQ_*), decoded with the kernel's BTF enums */
 	__s32 stack_id; /* submit -K: kernel stack in the stacks map, else -1 */
-	char comm[BIOSLOWER_COMM_LEN];
-};
-
-/* I/Os the kernel side could not report, counted in .bss drops[] and printed by user space. */
-enum slow_drop {
-	SLOW_DROP_RINGBUF = 0,       /* ring buffer full: user space fell behind */
-	SLOW_DROP_MISSED_START = 1,  /* completion without a recorded start */
-	SLOW_DROP_START_FULL = 2,    /* the start map refused an entry */
-	SLOW_DROP_CLOCK = 3,         /* start after end */
-	SLOW_DROP_MAX = 4,
+	char comm[16];
 };
 
 #endif

@@ -4,16 +4,15 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
-#include "hist.bpf.h"
+#include "lib/hist.bpf.h"
+#include "lib/losses.bpf.h"
+#include "lib/task_filter.bpf.h"
+#include "lib/tp_twins.bpf.h"
 #include "syslat.h"
 
 /* Syscall number -> histogram slot (0: not traced), filled from the libc crate's SYS_* numbers.
  * One bounds check and one load decide for every syscall of the system. */
 const volatile __u8 sys_slot[SYSLAT_MAX_NR];
-const volatile __u32 filter_tgid = 0;
-const volatile __u32 filter_tid = 0;
-const volatile bool filter_comm = false;
-const volatile char comm[TASK_COMM_LEN] = {};
 const volatile bool failed_only = false;
 /* Keep starts in task-local storage (kernels that offer it to tracing programs, 5.11+): found
  * through the task itself, no hashing, freed with the task. User space loads with this set
@@ -84,35 +83,6 @@ static __always_inline struct syslat_start *start_slot(struct task_struct *task,
 	return bpf_map_lookup_elem(&starts, &tid);
 }
 
-static __always_inline bool comm_matches(void)
-{
-	char cur[TASK_COMM_LEN];
-
-	bpf_get_current_comm(cur, sizeof(cur));
-	for (int i = 0; i < TASK_COMM_LEN; i++) {
-		if (cur[i] != comm[i])
-			return false;
-		if (!cur[i])
-			break;
-	}
-	return true;
-}
-
-/* The -p/--tid/-c filters; free when none is set (the constants remove the code). */
-static __always_inline bool task_selected(void)
-{
-	__u64 pid_tgid;
-
-	if (filter_tgid || filter_tid) {
-		pid_tgid = bpf_get_current_pid_tgid();
-		if (filter_tgid && (pid_tgid >> 32) != filter_tgid)
-			return false;
-		if (filter_tid && (__u32)pid_tgid != filter_tid)
-			return false;
-	}
-	return !filter_comm || comm_matches();
-}
-
 static __always_inline __u32 slot_of(long id)
 {
 	if (id < 0 || id >= SYSLAT_MAX_NR)
@@ -126,14 +96,14 @@ static __always_inline int on_enter(long id)
 	struct task_struct *task;
 	struct syslat_start *s;
 
-	if (!slot || !task_selected())
+	if (!slot || !current_selected())
 		return 0;
 	task = current_task_btf();
 	if (in_compat_syscall(task))
 		return 0;
 	s = start_slot(task, true);
 	if (!s) {
-		count_drop(DROP_START_FULL);
+		count_loss(LOSS_START_FULL);
 		return 0;
 	}
 	s->slot = slot;
@@ -149,14 +119,14 @@ static __always_inline int on_exit(long id, long ret)
 	__u64 now, ts;
 	__u32 idx;
 
-	if (!slot_of(id) || !task_selected())
+	if (!slot_of(id) || !current_selected())
 		return 0;
 	task = current_task_btf();
 	s = start_slot(task, false);
 	if (!s || !s->ts) {
 		/* In flight when tracing began; compat calls were never started on purpose. */
 		if (!in_compat_syscall(task))
-			count_drop(DROP_NO_START);
+			count_loss(LOSS_NO_START);
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
@@ -164,7 +134,7 @@ static __always_inline int on_exit(long id, long ret)
 	idx = s->slot;
 	s->ts = 0;
 	if (ts > now) {
-		count_drop(DROP_CLOCK);
+		count_loss(LOSS_CLOCK);
 		return 0;
 	}
 	if (failed_only && ret >= 0)
@@ -199,11 +169,6 @@ int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
 	return on_exit(regs->orig_ax, ret);
 }
 
-SEC("tp_btf/sched_process_exit")
-int task_exit_btf(void *ctx)
-{
-	return on_task_exit();
-}
 
 SEC("raw_tp/sys_enter")
 int sys_enter_raw(struct bpf_raw_tracepoint_args *ctx)
@@ -219,11 +184,12 @@ int sys_exit_raw(struct bpf_raw_tracepoint_args *ctx)
 	return on_exit(BPF_CORE_READ(regs, orig_ax), ctx->args[1]);
 }
 
-SEC("raw_tp/sched_process_exit")
-int task_exit_raw(void *ctx)
+static __always_inline int task_exit_args(__u64 *args)
 {
 	return on_task_exit();
 }
+
+TP_TWINS(sched_process_exit, task_exit, task_exit_args)
 
 /* Fallback: the per-syscall perf tracepoints, one attachment per traced syscall (user space
  * attaches these programs to each syscalls:sys_{enter,exit}_<name>). */

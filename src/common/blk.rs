@@ -6,9 +6,13 @@
 
 use anyhow::{anyhow, Result};
 
-use crate::common::probe::{tracepoint_flavor, AttachPlan, Flavor, Prober};
+use crate::common::hooks::{
+    plan_function, tracepoint_flavor, twin, FunctionHook, FunctionPrograms,
+};
+use crate::common::plan::{AttachPlan, Flavor};
+use crate::common::prober::Prober;
 
-/// Where `-Q` starts the clock; values match `enum q_start` in `src/bpf/biolat.h`.
+/// Where `-Q` starts the clock; values match `enum q_start` in `src/bpf/lib/blk.bpf.h`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum QueueStart {
@@ -25,14 +29,6 @@ pub struct BlockHooks {
     /// block_rq_insert/issue take only the request (5.11+, and 5.10.137+ by backport).
     pub single_arg: bool,
     pub queue_start: QueueStart,
-}
-
-fn program(flavor: Flavor, btf: &'static str, raw: &'static str) -> &'static str {
-    if flavor == Flavor::TpBtf {
-        btf
-    } else {
-        raw
-    }
 }
 
 /// Plans the block tracepoints; with `queued` the `-Q` start is planned and loaded, with only
@@ -52,14 +48,14 @@ pub fn plan_block_hooks(
     let (flavor, why) = tracepoint_flavor(prober, "block_rq_issue");
     plan.add(
         "issue",
-        program(flavor, "issue_btf", "issue_raw"),
+        twin(flavor, "issue_btf", "issue_raw"),
         flavor,
         "block_rq_issue",
         why.clone(),
     );
     plan.add(
         "complete",
-        program(flavor, "complete_btf", "complete_raw"),
+        twin(flavor, "complete_btf", "complete_raw"),
         flavor,
         "block_rq_complete",
         why.clone(),
@@ -113,7 +109,7 @@ fn plan_queue_start(prober: &Prober, flavor: Flavor, plan: &mut AttachPlan) -> Q
     if prober.has_tracepoint("block", "block_io_start") {
         plan.add(
             "-Q start",
-            program(flavor, "io_start_btf", "io_start_raw"),
+            twin(flavor, "io_start_btf", "io_start_raw"),
             flavor,
             "block_io_start",
             "tracepoint fired when the OS starts accounting the request",
@@ -122,36 +118,25 @@ fn plan_queue_start(prober: &Prober, flavor: Flavor, plan: &mut AttachPlan) -> Q
     }
     let mut refused = Vec::new();
     for function in ["__blk_account_io_start", "blk_account_io_start"] {
-        match prober.fentry_works(function) {
-            Ok(()) => {
-                plan.add(
-                    "-Q start",
-                    "account_start_fentry",
-                    Flavor::Fentry,
-                    function,
-                    "no block_io_start tracepoint; fentry attaches",
-                );
-                return QueueStart::Event;
-            }
-            Err(e) => refused.push(format!("fentry/{function}: {e}")),
-        }
-        match prober.kprobe_works(function) {
-            Ok(()) => {
-                plan.add(
-                    "-Q start",
-                    "account_start_kprobe",
-                    Flavor::Kprobe,
-                    function,
-                    "no block_io_start tracepoint, no fentry; kprobe attaches",
-                );
-                return QueueStart::Event;
-            }
-            Err(e) => refused.push(format!("kprobe/{function}: {e}")),
+        let hook = FunctionHook {
+            entry_role: "-Q start",
+            exit_role: "",
+            function,
+            module: None,
+            programs: FunctionPrograms {
+                fentry: "account_start_fentry",
+                kprobe: "account_start_kprobe",
+                exit: None,
+            },
+        };
+        match plan_function(prober, plan, &hook) {
+            Ok(_) => return QueueStart::Event,
+            Err(e) => refused.push(format!("{function}: {e}")),
         }
     }
     plan.add(
         "-Q start",
-        program(flavor, "insert_btf", "insert_raw"),
+        twin(flavor, "insert_btf", "insert_raw"),
         flavor,
         "block_rq_insert",
         format!(
@@ -184,7 +169,7 @@ pub fn plan_bio_owner(prober: &Prober, plan: &mut AttachPlan) -> Result<bool> {
     let with_queue = arity == Some(2);
     plan.add(
         "submitter",
-        program(flavor, "bio_queue_btf", "bio_queue_raw"),
+        twin(flavor, "bio_queue_btf", "bio_queue_raw"),
         flavor,
         "block_bio_queue",
         "runs in the submitting task: its pid/comm, looked up by the request's first bio",
@@ -206,7 +191,7 @@ pub fn plan_bio_owner(prober: &Prober, plan: &mut AttachPlan) -> Result<bool> {
     {
         plan.add(
             "submitter",
-            program(flavor, "split_btf", "split_raw"),
+            twin(flavor, "split_btf", "split_raw"),
             flavor,
             "block_split",
             "the front part of a split bio, never passed to block_bio_queue",
@@ -238,30 +223,25 @@ pub fn plan_submit_hooks(prober: &Prober, tool: &'static str, stacks: bool) -> R
             anyhow!("this kernel has none of submit_bio_noacct, generic_make_request, submit_bio (BTF, kallsyms): {tool} --stage submit cannot time bio submission")
         })?;
     let mut plan = AttachPlan::new(tool);
-    match prober.fentry_works(function) {
-        Ok(()) => {
-            let why = "fentry/fexit attach here";
-            plan.add("submit", "submit_fentry", Flavor::Fentry, function, why);
-            plan.add("submitted", "submit_fexit", Flavor::Fexit, function, why);
-        }
-        Err(fentry) => match prober.kprobe_works(function) {
-            Ok(()) => {
-                let why = format!("kprobe/kretprobe: fentry unavailable ({fentry})");
-                plan.add("submit", "submit_kprobe", Flavor::Kprobe, function, why.clone());
-                plan.add("submitted", "submit_kretprobe", Flavor::Kretprobe, function, why);
-            }
-            Err(kprobe) => {
-                return Err(anyhow!(
-                    "--stage submit needs fentry/fexit or kprobe/kretprobe on {function}, and this kernel allows neither: fentry unavailable ({fentry}); kprobes unavailable ({kprobe})"
-                ))
-            }
+    let hook = FunctionHook {
+        entry_role: "submit",
+        exit_role: "submitted",
+        function,
+        module: None,
+        programs: FunctionPrograms {
+            fentry: "submit_fentry",
+            kprobe: "submit_kprobe",
+            exit: Some(("submit_fexit", "submit_kretprobe", 1)),
         },
-    }
+    };
+    plan_function(prober, &mut plan, &hook).map_err(|e| {
+        anyhow!("--stage submit needs fentry/fexit or kprobe/kretprobe on {function}, and this kernel allows neither: {e}")
+    })?;
     if stacks {
         let (flavor, why) = tracepoint_flavor(prober, "sched_switch");
         plan.add(
             "-K sleeps",
-            program(flavor, "switch_btf", "switch_raw"),
+            twin(flavor, "switch_btf", "switch_raw"),
             flavor,
             "sched_switch",
             format!("where a slow submission slept; {why}"),
@@ -317,13 +297,18 @@ pub fn request_map_entries() -> u32 {
 /// The bits come from this kernel's BTF (an enum since 6.10, anonymous before `enum rqf_flags`);
 /// older kernels #define them (RQF_FLUSH_SEQ 1 << 4, RQF_IO_STAT 1 << 13, unchanged from 4.x to
 /// 6.9) and also set RQF_IO_STAT on passthrough requests, which they leave out of the statistics.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AccountedRequests {
     pub io_stat: u32,
     pub flush_seq: u32,
     pub flush_op: u32,
-    pub skip_passthrough: bool,
+    pub skip_passthrough: u32,
 }
+
+// SAFETY: u32s; any bit pattern is valid. Mirrors `struct io_seen_config`
+// (src/bpf/lib/io_seen.bpf.h).
+unsafe impl plain::Plain for AccountedRequests {}
 
 impl AccountedRequests {
     pub fn from_btf(prober: &Prober) -> AccountedRequests {
@@ -338,14 +323,14 @@ impl AccountedRequests {
                     io_stat: 1 << io_stat,
                     flush_seq: 1 << flush_seq,
                     flush_op,
-                    skip_passthrough: false,
+                    skip_passthrough: 0,
                 }
             }
             _ => AccountedRequests {
                 io_stat: 1 << 13,
                 flush_seq: 1 << 4,
                 flush_op,
-                skip_passthrough: true,
+                skip_passthrough: 1,
             },
         }
     }
@@ -356,13 +341,13 @@ impl AccountedRequests {
             "what /proc/diskstats counts: requests ending with rq_flags IO_STAT {:#x} and not FLUSH_SEQ {:#x}{}, and flush requests (FLUSH_SEQ, op {}) (bits from {})",
             self.io_stat,
             self.flush_seq,
-            if self.skip_passthrough {
+            if self.skip_passthrough != 0 {
                 ", not passthrough"
             } else {
                 ""
             },
             self.flush_op,
-            if self.skip_passthrough {
+            if self.skip_passthrough != 0 {
                 "the #defines of kernels without __RQF_* in BTF"
             } else {
                 "BTF"

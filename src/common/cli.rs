@@ -1,6 +1,6 @@
 //! Flags every histogram tool shares, with bcc's letters, and one-line parse errors.
 
-use clap::{Args, Parser};
+use clap::{Args, CommandFactory, Parser};
 
 /// `[-T] [-m] [-j] [--explain] [-v] [interval [count]]`
 #[derive(Args, Debug, Clone, Default)]
@@ -50,13 +50,46 @@ fn parse_count(s: &str) -> Result<u64, String> {
     parse_positive(s, "count")
 }
 
+/// A histogram tool's whole command line: its own arguments `A`, then the ones every histogram
+/// tool shares. Named, described and versioned by `histogram_command`.
+#[derive(Parser, Debug)]
+pub struct HistogramCommand<A: Args> {
+    #[command(flatten)]
+    pub tool: A,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// The clap command of a histogram tool with arguments `A`: its name, one-line description and
+/// examples (what `#[command(...)]` gives a tool's own `Parser`).
+pub fn histogram_command<A: Args>(
+    tool: &'static str,
+    about: &'static str,
+    examples: &'static str,
+) -> clap::Command {
+    HistogramCommand::<A>::command()
+        .name(tool)
+        .bin_name(tool)
+        .about(about)
+        .after_help(examples)
+        .version(env!("CARGO_PKG_VERSION"))
+}
+
 /// Parses the command line; a bad one is reported in one line and exits with status 2
 /// (`--help` and `--version` print normally).
 pub fn parse<T: Parser>(tool: &str) -> T {
+    parse_command(tool, T::command())
+}
+
+/// The same for a command built at run time (`histogram_command`).
+pub fn parse_command<T: clap::FromArgMatches>(tool: &str, command: clap::Command) -> T {
     if std::env::args_os().nth(1).is_some_and(|a| a == MAN_FLAG) {
-        print_man_page::<T>(tool);
+        print_man_page(tool, command);
     }
-    match T::try_parse() {
+    match command
+        .try_get_matches()
+        .and_then(|m| T::from_arg_matches(&m))
+    {
         Ok(args) => args,
         Err(err) => {
             use clap::error::ErrorKind;
@@ -77,9 +110,9 @@ pub fn parse<T: Parser>(tool: &str) -> T {
 /// and exits: how `scripts/manpages` and packagers get them. Not in `--help`: not for users.
 pub const MAN_FLAG: &str = "--generate-man";
 
-fn print_man_page<T: Parser>(tool: &str) -> ! {
+fn print_man_page(tool: &str, command: clap::Command) -> ! {
     use std::io::Write;
-    let man = clap_mangen::Man::new(T::command()).section("8");
+    let man = clap_mangen::Man::new(command).section("8");
     let mut out = std::io::stdout().lock();
     match man.render(&mut out).and_then(|()| out.flush()) {
         Ok(()) => std::process::exit(0),

@@ -40,8 +40,9 @@ impl RawHist {
 }
 
 /// Display unit of the log2 slots (`-m` selects milliseconds, as in bcc).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Unit {
+    #[default]
     Usecs,
     Msecs,
 }

@@ -36,7 +36,7 @@ path complete "$(plan explain_q complete)"
 path q_start "${q_start:-none}"
 path rq_args "$(awk '$1 == "rq" && $2 == "args" { print ($4 == "pass" ? $5 : "unknown"); exit }' "$(out_of explain)")"
 path disk "$(plan explain disk)"
-path counted "$(awk '$1 == "counted" { print ($NF == "BTF)" ? "rq_flags-from-BTF" : "rq_flags-#defines"); exit }' "$(out_of explain)")"
+path counted "$(awk '$1 == "counted" { print (index($0, "#defines") ? "rq_flags-#defines" : "rq_flags-from-BTF"); exit }' "$(out_of explain)")"
 path fentry "$(awk '$1 == "fentry/fexit:" { print $2; exit }' "$(out_of explain)")"
 path kprobes "$(awk '$1 == "kprobes:" { print $2; exit }' "$(out_of explain)")"
 

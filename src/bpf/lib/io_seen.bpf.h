@@ -17,13 +17,18 @@
 #define IOSTACK_IO_SEEN_BPF_H
 
 /* rq->rq_flags bits and the flush op, from this kernel's BTF or the constants of kernels that
- * still #define them (user space decides: src/common/blk.rs, AccountedRequests). */
-const volatile __u32 seen_io_stat = 0;
-const volatile __u32 seen_flush_seq = 0;
-const volatile __u32 seen_flush_op = 2;
-/* Kernels before the __RQF_* enum set RQF_IO_STAT on passthrough requests too, and skip them
- * when accounting. */
-const volatile bool seen_skip_passthrough = false;
+ * still #define them (user space decides: src/common/blk.rs, AccountedRequests, which mirrors
+ * this struct). */
+struct io_seen_config {
+	__u32 io_stat;          /* RQF_IO_STAT */
+	__u32 flush_seq;        /* RQF_FLUSH_SEQ */
+	__u32 flush_op;         /* REQ_OP_FLUSH */
+	/* Kernels before the __RQF_* enum set RQF_IO_STAT on passthrough requests too, and skip
+	 * them when accounting. */
+	__u32 skip_passthrough;
+};
+
+const volatile struct io_seen_config io_seen_config = { .flush_op = 2 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -49,16 +54,16 @@ static __always_inline void count_seen(struct request *rq, __u32 nr_bytes, __u32
 		return;
 	flags = BPF_CORE_READ(rq, rq_flags);
 	op = BPF_CORE_READ(rq, cmd_flags) & IOSTACK_REQ_OP_MASK;
-	if (flags & seen_flush_seq) {
+	if (flags & io_seen_config.flush_seq) {
 		/* Inside the flush machinery: only its own flush request is counted (as a flush,
 		 * by blk_account_io_flush); the request that asked for it is counted when the
 		 * machinery gives it back, FLUSH_SEQ cleared. */
-		if (op != seen_flush_op)
+		if (op != io_seen_config.flush_op)
 			return;
 	} else {
-		if (!(flags & seen_io_stat))
+		if (!(flags & io_seen_config.io_stat))
 			return;
-		if (seen_skip_passthrough && op >= IOSTACK_REQ_OP_FIRST_PASSTHROUGH &&
+		if (io_seen_config.skip_passthrough && op >= IOSTACK_REQ_OP_FIRST_PASSTHROUGH &&
 		    op <= IOSTACK_REQ_OP_LAST_PASSTHROUGH)
 			return;
 	}

@@ -1,5 +1,6 @@
-//! Reports: bcc-shaped text or one JSON object per report, written so that a closed stdout
-//! ends the tool quietly.
+//! Report formatting: bcc-shaped text or one JSON object per report, written so that a closed
+//! stdout ends the tool quietly. A histogram tool's `collect()` returns a `HistogramReport`;
+//! this module only renders it.
 
 use std::io::{self, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -9,6 +10,7 @@ use serde::Serialize;
 
 use crate::common::error::StdoutClosed;
 use crate::common::hist::{fmt_value, LatencyHistogram, Log2Slot, Summary, Unit};
+use crate::common::losses::{Loss, Noun};
 use crate::common::unseen::{describe_unseen, DiskTally};
 
 /// Writes to stdout, flushing after each block so pipes see reports as they happen.
@@ -75,17 +77,20 @@ pub struct LabeledHistogram {
     pub hist: LatencyHistogram,
 }
 
-/// One interval's worth of histograms.
-pub struct HistogramReport<'a> {
+/// One interval's worth of histograms: what a histogram tool's `collect()` returns.
+pub struct HistogramReport {
     pub tool: &'static str,
     pub unit: Unit,
-    pub timestamp: bool,
-    pub histograms: &'a [LabeledHistogram],
-    pub drops: &'a [(&'static str, u64)],
+    /// What the tool counts, for loss notes (`I/O`, `call`).
+    pub noun: Noun,
+    pub histograms: Vec<LabeledHistogram>,
+    /// New losses since the last report, for every kind the tool can incur (JSON lists them
+    /// all, text only those that happened).
+    pub losses: Vec<(Loss, u64)>,
     /// Block tools: per disk name, the completions /proc/diskstats counts that the programs saw
-    /// and those found unseen in this report (see `common::unseen`; the unseen total is also the
-    /// `unseen` entry of `drops`). None for tools without the reconciliation.
-    pub accounted: Option<&'a [(String, DiskTally)]>,
+    /// and those found unseen in this report (see `common::unseen`; the unseen total is also
+    /// the `unseen` entry of `losses`). None for tools without the reconciliation.
+    pub accounted: Option<Vec<(String, DiskTally)>>,
     /// Close the text report with a table of the histograms sorted by total time.
     pub totals: bool,
 }
@@ -145,12 +150,12 @@ pub fn totals_table(histograms: &[LabeledHistogram], unit: Unit) -> String {
     s
 }
 
-impl HistogramReport<'_> {
+impl HistogramReport {
     /// bcc's layout: a blank line, the optional time, then per histogram its labels
     /// (`disk = vda\tflags = Write`), the log2 table and our summary line.
-    pub fn text(&self) -> String {
+    pub fn text(&self, timestamp: bool) -> String {
         let mut s = String::from("\n");
-        if self.timestamp {
+        if timestamp {
             s.push_str(&format!("{:<8}\n", local_hms()));
         }
         for (i, h) in self.histograms.iter().enumerate() {
@@ -169,18 +174,15 @@ impl HistogramReport<'_> {
         if self.histograms.is_empty() {
             s.push_str("(no events)\n");
         } else if self.totals {
-            s.push_str(&totals_table(self.histograms, self.unit));
+            s.push_str(&totals_table(&self.histograms, self.unit));
         }
-        for (name, n) in self.drops {
-            // Told per disk below.
-            if *n > 0 && *name != "unseen" {
-                s.push_str(&format!(
-                    "note: {}\n",
-                    crate::common::bpf::describe_drop(name, *n)
-                ));
+        for (loss, n) in &self.losses {
+            // Unseen I/Os are told per disk below.
+            if *n > 0 && *loss != Loss::Unseen {
+                s.push_str(&format!("note: {}\n", loss.describe(*n, self.noun)));
             }
         }
-        for (disk, t) in self.accounted.unwrap_or_default() {
+        for (disk, t) in self.accounted.iter().flatten() {
             if t.unseen > 0 {
                 s.push_str(&format!("note: {}\n", describe_unseen(t.unseen, disk)));
             }
@@ -213,11 +215,11 @@ impl HistogramReport<'_> {
             unit: self.unit.name(),
             histograms,
             drops: self
-                .drops
+                .losses
                 .iter()
-                .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
+                .map(|(k, v)| (k.name().to_string(), serde_json::Value::from(*v)))
                 .collect(),
-            accounted: self.accounted.map(|a| {
+            accounted: self.accounted.as_ref().map(|a| {
                 a.iter()
                     .map(|(d, t)| {
                         let v = serde_json::json!({"seen": t.seen, "unseen": t.unseen});
@@ -232,11 +234,11 @@ impl HistogramReport<'_> {
         line
     }
 
-    pub fn render(&self, json: bool) -> String {
+    pub fn render(&self, timestamp: bool, json: bool) -> String {
         if json {
             self.json()
         } else {
-            self.text()
+            self.text(timestamp)
         }
     }
 }
@@ -256,19 +258,21 @@ mod tests {
         }]
     }
 
-    #[test]
-    fn json_schema_is_stable() {
-        let hists = sample();
-        let drops = [("no_start", 2u64), ("hist_full", 0)];
-        let report = HistogramReport {
+    fn report(losses: Vec<(Loss, u64)>) -> HistogramReport {
+        HistogramReport {
             tool: "biolat",
             unit: Unit::Usecs,
-            timestamp: false,
-            histograms: &hists,
-            drops: &drops,
+            noun: crate::common::losses::IOS,
+            histograms: sample(),
+            losses,
             accounted: None,
             totals: false,
-        };
+        }
+    }
+
+    #[test]
+    fn json_schema_is_stable() {
+        let report = report(vec![(Loss::NoStart, 2), (Loss::HistFull, 0)]);
         let line = report.json();
         assert!(
             line.ends_with('\n') && line.matches('\n').count() == 1,
@@ -298,25 +302,14 @@ mod tests {
     }
 
     #[test]
-    fn text_has_labels_histogram_summary_and_drops() {
-        let hists = sample();
-        let drops = [("no_start", 2u64)];
-        let report = HistogramReport {
-            tool: "biolat",
-            unit: Unit::Usecs,
-            timestamp: false,
-            histograms: &hists,
-            drops: &drops,
-            accounted: None,
-            totals: false,
-        };
-        let text = report.text();
+    fn text_has_labels_histogram_summary_and_losses() {
+        let text = report(vec![(Loss::NoStart, 2)]).text(false);
         assert!(text.starts_with(
             "\ndisk = vda\tflags = Sync-Write\n     usecs               : count    distribution\n"
         ));
         assert!(text.contains("\n     count 4, total 717, avg 179, "));
         assert!(!text.contains("COUNT"), "no totals table unless asked");
-        assert!(text.ends_with("note: 2 completions without a recorded start (in flight when tracing began, or evicted)\n"));
+        assert!(text.ends_with("note: 2 I/Os ended without a recorded start (in flight when tracing began, or evicted)\n"));
     }
 
     #[test]

@@ -1,10 +1,12 @@
-//! Kernel feature probing: small named predicates over vmlinux BTF, tracefs and trial loads, and
-//! the `AttachPlan` a tool builds from them (printed by `--explain`).
+//! What this kernel has: small named predicates over BTF (vmlinux and modules), tracefs,
+//! kallsyms and trial loads, learned once per run. A prober is built from the running kernel, or
+//! from a kernel's BTF file plus a description of its attach facilities, so that plans can be
+//! built and tested without root for kernels we do not run on (tests/plans.rs).
 //!
 //! We never branch on a kernel version: every decision comes from what this kernel describes
 //! (BTF) or really allows (a trial load and attach).
 
-use std::fmt;
+use std::ffi::CString;
 use std::fs;
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
@@ -13,9 +15,9 @@ use anyhow::{anyhow, Context, Result};
 use libbpf_rs::btf::types::{Composite, Enum, Enum64, FuncProto, Typedef};
 use libbpf_rs::btf::{Btf, ReferencesType as _};
 use libbpf_rs::skel::{OpenSkel as _, SkelBuilder as _};
-use libbpf_rs::OpenObject;
+use libbpf_rs::{AsRawLibbpf as _, OpenObject};
 
-use crate::common::bpf::quiet_libbpf;
+use crate::common::libbpf::quiet_libbpf;
 
 mod probe_skel {
     include!(concat!(env!("OUT_DIR"), "/probe.skel.rs"));
@@ -24,37 +26,31 @@ use probe_skel::ProbeSkelBuilder;
 
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
-/// How a program reaches its hook, in the order tools prefer them.
+/// How a kernel we do not run on can attach, for a prober built from its BTF file (trial loads
+/// are only possible on the running kernel).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Flavor {
-    TpBtf,
-    RawTp,
-    Fentry,
-    Kprobe,
-    Tracepoint,
-    /// fexit and kretprobe: the return side of an fentry/kprobe pair.
-    Fexit,
-    Kretprobe,
+pub struct Facilities {
+    /// tp_btf (and raw_tp) programs load and attach.
+    pub tp_btf: bool,
+    /// fentry/fexit programs load and attach.
+    pub fentry: bool,
+    /// kprobes exist (CONFIG_KPROBES).
+    pub kprobes: bool,
 }
 
-impl Flavor {
-    pub fn prefix(self) -> &'static str {
-        match self {
-            Flavor::TpBtf => "tp_btf",
-            Flavor::RawTp => "raw_tp",
-            Flavor::Fentry => "fentry",
-            Flavor::Kprobe => "kprobe",
-            Flavor::Tracepoint => "tracepoint",
-            Flavor::Fexit => "fexit",
-            Flavor::Kretprobe => "kretprobe",
-        }
-    }
+/// Where the answers come from.
+enum Source {
+    /// The running kernel: trial loads, tracefs, kallsyms.
+    Live,
+    /// A BTF file and what we know of that kernel.
+    Described(Facilities),
 }
 
 /// What this kernel offers, learned once per run.
 pub struct Prober {
     btf: Btf<'static>,
     tracefs: Option<PathBuf>,
+    source: Source,
 }
 
 impl Prober {
@@ -70,7 +66,28 @@ impl Prober {
         Ok(Prober {
             btf,
             tracefs: find_tracefs(),
+            source: Source::Live,
         })
+    }
+
+    /// A kernel we do not run on: its BTF (a raw BTF file or an ELF vmlinux with a .BTF
+    /// section) and how it can attach. Its tracefs and kallsyms are unknown; functions are
+    /// known from BTF only.
+    pub fn described(btf_file: &Path, facilities: Facilities) -> Result<Prober> {
+        let btf = Btf::from_path(btf_file)
+            .with_context(|| format!("reading kernel BTF from {}", btf_file.display()))?;
+        Ok(Prober {
+            btf,
+            tracefs: None,
+            source: Source::Described(facilities),
+        })
+    }
+
+    fn facilities(&self) -> Option<Facilities> {
+        match self.source {
+            Source::Live => None,
+            Source::Described(f) => Some(f),
+        }
     }
 
     pub fn btf(&self) -> &Btf<'static> {
@@ -99,7 +116,28 @@ impl Prober {
 
     /// The kernel has this function: in BTF, or else as a text symbol in /proc/kallsyms.
     pub fn has_symbol(&self, name: &str) -> bool {
-        self.has_function(name) || kallsyms_has_text(name)
+        self.has_function(name)
+            || (self.facilities().is_none() && kallsyms_has_text(name))
+            || self.module_of(name).is_some()
+    }
+
+    /// The loaded module whose BTF has this function (`/sys/kernel/btf/<module>`), for functions
+    /// that are not in vmlinux: filesystems (xfs, btrfs, nfs...) are often modules. Only the
+    /// running kernel has module BTF to read.
+    pub fn module_of(&self, function: &str) -> Option<String> {
+        if self.facilities().is_some() || self.has_function(function) {
+            return None;
+        }
+        let dir = fs::read_dir("/sys/kernel/btf").ok()?;
+        let mut modules: Vec<String> = dir
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|m| m != "vmlinux")
+            .collect();
+        modules.sort();
+        modules
+            .into_iter()
+            .find(|m| module_btf_has_function(&self.btf, m, function))
     }
 
     /// A tracepoint exists: its `btf_trace_<name>` typedef, or tracefs when BTF lacks it.
@@ -174,28 +212,53 @@ impl Prober {
 
     /// A tp_btf program loads and attaches on this tracepoint.
     pub fn tp_btf_works(&self, tracepoint: &str) -> Result<(), String> {
-        trial(Trial::TpBtf, tracepoint)
+        match self.facilities() {
+            None => trial(Trial::TpBtf, tracepoint),
+            Some(f) => self.described_tracepoint(f, tracepoint),
+        }
+    }
+
+    fn described_tracepoint(&self, f: Facilities, tracepoint: &str) -> Result<(), String> {
+        if !f.tp_btf {
+            return Err("this kernel does not load tp_btf programs (described)".into());
+        }
+        if self.tracepoint_arity(tracepoint).is_none() {
+            return Err(format!("no btf_trace_{tracepoint} in this kernel's BTF"));
+        }
+        Ok(())
     }
 
     /// A raw_tp program loads and attaches on this tracepoint.
     pub fn raw_tp_works(&self, tracepoint: &str) -> Result<(), String> {
-        trial(Trial::RawTp, tracepoint)
+        match self.facilities() {
+            None => trial(Trial::RawTp, tracepoint),
+            Some(f) => self.described_tracepoint(f, tracepoint),
+        }
     }
 
     /// An fentry program loads and attaches on this function (on some kernels the verifier knows
     /// fentry but the kernel refuses it, e.g. with EPERM).
     pub fn fentry_works(&self, function: &str) -> Result<(), String> {
-        if !self.has_function(function) {
+        if !self.has_function(function) && self.module_of(function).is_none() {
             return Err(format!(
                 "{function} is not in the kernel's BTF (absent or inlined)"
             ));
         }
-        trial(Trial::Fentry, function)
+        match self.facilities() {
+            None => trial(Trial::Fentry, function),
+            Some(f) if f.fentry => Ok(()),
+            Some(_) => Err("this kernel refuses fentry programs (described)".into()),
+        }
     }
 
     /// kprobes can be created at all: the kprobe PMU or tracefs' kprobe_events exists.
     /// (`ProgramType::Kprobe.is_supported()` says yes on kernels built without CONFIG_KPROBES.)
     pub fn kprobes_possible(&self) -> Result<(), String> {
+        match self.facilities() {
+            Some(f) if f.kprobes => return Ok(()),
+            Some(_) => return Err("this kernel has no kprobes (described)".into()),
+            None => {}
+        }
         if Path::new("/sys/bus/event_source/devices/kprobe/type").exists() {
             return Ok(());
         }
@@ -215,11 +278,27 @@ impl Prober {
     /// A kprobe on this function loads and attaches.
     pub fn kprobe_works(&self, function: &str) -> Result<(), String> {
         self.kprobes_possible()?;
+        if self.facilities().is_some() {
+            return match self.has_symbol(function) {
+                true => Ok(()),
+                false => Err(format!("{function} is not in the kernel's BTF")),
+            };
+        }
         trial(Trial::Kprobe, function)
+    }
+
+    /// Number of arguments a function takes, from its BTF prototype (vmlinux only).
+    pub fn function_arity(&self, name: &str) -> Option<usize> {
+        let func = self.btf.type_by_name::<libbpf_rs::btf::types::Func>(name)?;
+        let proto = FuncProto::try_from(func.referenced_type().skip_mods_and_typedefs()).ok()?;
+        Some(proto.len())
     }
 
     /// A one-line description of the attach facilities, for `--explain`.
     pub fn facts(&self) -> Vec<String> {
+        if let Some(f) = self.facilities() {
+            return vec![format!("a described kernel (BTF file): {f:?}")];
+        }
         let mut facts = vec![format!("kernel BTF: {VMLINUX_BTF}")];
         facts.push(match &self.tracefs {
             Some(p) => format!("tracefs: mounted at {}", p.display()),
@@ -308,174 +387,28 @@ fn trial(kind: Trial, target: &str) -> Result<(), String> {
     link.map(drop).map_err(|e| format!("attach failed: {e}"))
 }
 
-/// One program a tool will run, where, and why that choice.
-#[derive(Clone, Debug)]
-pub struct PlannedProgram {
-    /// What the program measures, e.g. "issue" or "-Q start".
-    pub role: String,
-    /// Skeleton program name.
-    pub program: &'static str,
-    pub flavor: Flavor,
-    /// Tracepoint or function name.
-    pub target: String,
-    pub why: String,
-}
-
-impl PlannedProgram {
-    pub fn attach_point(&self) -> String {
-        format!("{}/{}", self.flavor.prefix(), self.target)
-    }
-}
-
-/// Which programs a tool autoloads, and the reasons; printed by `--explain`.
-#[derive(Clone, Debug, Default)]
-pub struct AttachPlan {
-    pub tool: &'static str,
-    pub programs: Vec<PlannedProgram>,
-    /// Other decisions taken from BTF (field layouts, argument counts).
-    pub decisions: Vec<(String, String)>,
-}
-
-impl AttachPlan {
-    /// What `--explain` prints once the plan has loaded and attached: the plan, the kernel
-    /// facts behind it, and the proof.
-    pub fn explain(&self, prober: &Prober) -> String {
-        let facts = prober.facts().join("\n  ");
-        format!("{self}facts:\n  {facts}\nloaded and attached: ok\n")
-    }
-
-    pub fn new(tool: &'static str) -> AttachPlan {
-        AttachPlan {
-            tool,
-            ..Default::default()
+/// A module's split BTF (`/sys/kernel/btf/<module>`, on top of vmlinux's) has a function of this
+/// name. libbpf-rs reads split BTF only through libbpf itself.
+fn module_btf_has_function(vmlinux: &Btf<'static>, module: &str, function: &str) -> bool {
+    let (Ok(path), Ok(name)) = (
+        CString::new(format!("/sys/kernel/btf/{module}")),
+        CString::new(function),
+    ) else {
+        return false;
+    };
+    let base = vmlinux.as_libbpf_object().as_ptr();
+    // SAFETY: both strings are NUL-terminated and live across the calls; `base` outlives the
+    // split BTF, which is freed before returning; libbpf returns an error pointer on failure.
+    unsafe {
+        let split = libbpf_sys::btf__parse_split(path.as_ptr(), base);
+        if split.is_null() || libbpf_sys::libbpf_get_error(split as *const _) != 0 {
+            return false;
         }
+        let id =
+            libbpf_sys::btf__find_by_name_kind(split, name.as_ptr(), libbpf_sys::BTF_KIND_FUNC);
+        libbpf_sys::btf__free(split);
+        id > 0
     }
-
-    pub fn add(
-        &mut self,
-        role: &str,
-        program: &'static str,
-        flavor: Flavor,
-        target: &str,
-        why: impl Into<String>,
-    ) {
-        self.programs.push(PlannedProgram {
-            role: role.into(),
-            program,
-            flavor,
-            target: target.into(),
-            why: why.into(),
-        });
-    }
-
-    pub fn decide(&mut self, what: &str, choice: impl Into<String>) {
-        self.decisions.push((what.into(), choice.into()));
-    }
-
-    pub fn uses(&self, program: &str) -> bool {
-        self.programs.iter().any(|p| p.program == program)
-    }
-
-    pub fn get(&self, program: &str) -> Option<&PlannedProgram> {
-        self.programs.iter().find(|p| p.program == program)
-    }
-
-    /// Turns on exactly the planned programs of an open skeleton and retargets fentry programs.
-    pub fn apply(&self, object: &mut libbpf_rs::OpenObject) -> Result<()> {
-        for mut prog in object.progs_mut() {
-            let name = prog.name().to_string_lossy().into_owned();
-            match self.get(&name) {
-                Some(planned) => {
-                    prog.set_autoload(true);
-                    match planned.flavor {
-                        Flavor::Fentry | Flavor::Fexit => prog
-                            .set_attach_target(0, Some(planned.target.clone()))
-                            .with_context(|| format!("retargeting {name} at {}", planned.target))?,
-                        // kprobes and perf tracepoints are attached by `attach_planned`.
-                        Flavor::Kprobe | Flavor::Kretprobe | Flavor::Tracepoint => {
-                            prog.set_autoattach(false)
-                        }
-                        Flavor::TpBtf | Flavor::RawTp => {}
-                    }
-                }
-                None => prog.set_autoload(false),
-            }
-        }
-        Ok(())
-    }
-
-    /// Attaches the programs libbpf cannot auto-attach from their section (retargeted kprobes).
-    pub fn attach_manual(&self, object: &libbpf_rs::Object) -> Result<Vec<libbpf_rs::Link>> {
-        let mut links = Vec::new();
-        for prog in object.progs_mut() {
-            let name = prog.name().to_string_lossy().into_owned();
-            // A program may be planned at several targets (one per syscall tracepoint).
-            for p in self.programs.iter().filter(|p| p.program == name) {
-                let link = match p.flavor {
-                    Flavor::Kprobe => prog.attach_kprobe(false, &p.target),
-                    Flavor::Kretprobe => prog.attach_kprobe(true, &p.target),
-                    Flavor::Tracepoint => {
-                        let (cat, tp) = p.target.split_once(':').unwrap_or(("syscalls", &p.target));
-                        prog.attach_tracepoint(
-                            libbpf_rs::TracepointCategory::Custom(cat.to_string()),
-                            tp,
-                        )
-                    }
-                    _ => continue,
-                };
-                links.push(link.with_context(|| format!("attaching {}", p.attach_point()))?);
-            }
-        }
-        Ok(links)
-    }
-}
-
-impl fmt::Display for AttachPlan {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{} attach plan:", self.tool)?;
-        for p in &self.programs {
-            writeln!(f, "  {:<10} {:<38} {}", p.role, p.attach_point(), p.why)?;
-        }
-        for (what, choice) in &self.decisions {
-            writeln!(f, "  {what:<10} {choice}")?;
-        }
-        Ok(())
-    }
-}
-
-/// Picks tp_btf where it works, raw_tp otherwise, for a tracepoint every supported kernel has.
-pub fn tracepoint_flavor(prober: &Prober, tracepoint: &str) -> (Flavor, String) {
-    match prober.tp_btf_works(tracepoint) {
-        Ok(()) => (Flavor::TpBtf, "tp_btf loads and attaches here".into()),
-        Err(e) => (Flavor::RawTp, format!("raw_tp: tp_btf unavailable ({e})")),
-    }
-}
-
-/// For a raw tracepoint (one every supported kernel has, like `sys_enter`): tp_btf where it
-/// works, else raw_tp where that works, else the reasons both failed. `only` restricts the
-/// choice (a user forcing a flavour).
-pub fn raw_tracepoint_flavor(
-    prober: &Prober,
-    tracepoint: &str,
-    only: Option<Flavor>,
-) -> Result<(Flavor, String), String> {
-    let mut failures = Vec::new();
-    if only.is_none_or(|f| f == Flavor::TpBtf) {
-        match prober.tp_btf_works(tracepoint) {
-            Ok(()) => return Ok((Flavor::TpBtf, "tp_btf loads and attaches here".into())),
-            Err(e) => failures.push(format!("tp_btf: {e}")),
-        }
-    }
-    if only.is_none_or(|f| f == Flavor::RawTp) {
-        match prober.raw_tp_works(tracepoint) {
-            Ok(()) if failures.is_empty() => {
-                return Ok((Flavor::RawTp, "raw_tp loads and attaches here".into()))
-            }
-            Ok(()) => return Ok((Flavor::RawTp, format!("raw_tp ({})", failures.join("; ")))),
-            Err(e) => failures.push(format!("raw_tp: {e}")),
-        }
-    }
-    Err(failures.join("; "))
 }
 
 /// Reads a small sysfs/procfs file, trimmed.

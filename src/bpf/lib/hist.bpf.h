@@ -3,7 +3,8 @@
 #ifndef IOSTACK_HIST_BPF_H
 #define IOSTACK_HIST_BPF_H
 
-#include "hist.h"
+#include "lib/hist.h"
+#include "lib/losses.bpf.h"
 
 /* Set by user space: divides nanoseconds into the display unit of the log2 slots. */
 const volatile __u64 unit_ns = 1000;
@@ -14,17 +15,8 @@ const volatile __u32 unit_lg = 9;
  * interval and drains the other half, so a report never races with the writers. */
 volatile __u32 hist_gen;
 
-/* Drop counters, read by user space from .bss. */
-__u64 drops[DROP_MAX];
-
 /* A zeroed value to create histogram entries from (too big for the BPF stack). */
 const struct hist zero_hist;
-
-static __always_inline void count_drop(enum drop_reason why)
-{
-	if (why < DROP_MAX)
-		__sync_fetch_and_add(&drops[why], 1);
-}
 
 /* floor(log2(v)), 0 for v <= 1 */
 static __always_inline __u32 log2_u64(__u64 v)
@@ -77,7 +69,7 @@ static __always_inline struct hist *hist_get(void *map, const void *key)
 	bpf_map_update_elem(map, key, &zero_hist, BPF_NOEXIST);
 	h = bpf_map_lookup_elem(map, key);
 	if (!h)
-		count_drop(DROP_HIST_FULL);
+		count_loss(LOSS_HIST_FULL);
 	return h;
 }
 

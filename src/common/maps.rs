@@ -1,38 +1,51 @@
-//! Glue between libbpf-rs objects and the rest of `common`: logging, double-buffered histogram
-//! maps and drop counters.
+//! Reading what the programs gathered: double-buffered histogram maps (see
+//! `src/bpf/lib/hist.bpf.h`) and per-CPU counters.
 
+use std::collections::HashMap;
 use std::thread;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use libbpf_rs::{MapCore, MapFlags, PrintLevel};
+use libbpf_rs::{MapCore, MapFlags};
 
 use crate::common::hist::{LatencyHistogram, RawHist};
+use crate::common::losses::{read_kernel_losses, Loss, LossTally};
 
-fn print_to_stderr(level: PrintLevel, msg: String) {
-    eprint!("{level:?}: {msg}");
+/// What a histogram tool keeps between reports: the generation of its histogram map to drain
+/// next, and the kernel's loss counters as last reported.
+#[derive(Default)]
+pub struct HistogramCollector {
+    drain: HistogramDrain,
+    losses: LossTally,
 }
 
-/// libbpf's own messages: silent by default (failures become our one-line errors), everything
-/// with `-v`.
-pub fn init_libbpf_logging(verbose: bool) {
-    if verbose {
-        libbpf_rs::set_print(Some((PrintLevel::Debug, print_to_stderr)));
-    } else {
-        libbpf_rs::set_print(None);
+impl HistogramCollector {
+    /// Flips writers to the other generation of a hash map keyed `{gen, ...}` and drains the old.
+    pub fn drain<M: MapCore>(
+        &mut self,
+        hist_gen: &mut u32,
+        map: &M,
+    ) -> Result<Vec<(Vec<u8>, LatencyHistogram)>> {
+        self.drain.swap_and_drain(hist_gen, map)
     }
-}
 
-/// Silences libbpf until dropped (trial loads are expected to fail on some kernels).
-pub struct QuietLibbpf(Option<(PrintLevel, libbpf_rs::PrintCallback)>);
+    /// The same for a per-CPU array of `2 * slots` histograms.
+    pub fn drain_array<M: MapCore>(
+        &mut self,
+        hist_gen: &mut u32,
+        map: &M,
+        slots: u32,
+    ) -> Result<Vec<(u32, LatencyHistogram)>> {
+        self.drain.swap_and_drain_array(hist_gen, map, slots)
+    }
 
-pub fn quiet_libbpf() -> QuietLibbpf {
-    QuietLibbpf(libbpf_rs::set_print(None))
-}
-
-impl Drop for QuietLibbpf {
-    fn drop(&mut self) {
-        libbpf_rs::set_print(self.0.take());
+    /// New losses of `kinds` since the last report, from the object's `.bss` `losses[]`.
+    pub fn losses(
+        &mut self,
+        losses: &[u64; Loss::KERNEL.len()],
+        kinds: &[Loss],
+    ) -> Vec<(Loss, u64)> {
+        self.losses.delta(&read_kernel_losses(losses), kinds)
     }
 }
 
@@ -154,8 +167,8 @@ pub fn drain_generation<M: MapCore>(map: &M, gen: u32) -> Result<Vec<(Vec<u8>, L
 }
 
 /// A per-CPU hash of `__u32` keys and `__u64` counters, summed over CPUs (e.g. `io_seen`).
-pub fn per_cpu_counts<M: MapCore>(map: &M) -> Result<std::collections::HashMap<u32, u64>> {
-    let mut out = std::collections::HashMap::new();
+pub fn per_cpu_counts<M: MapCore>(map: &M) -> Result<HashMap<u32, u64>> {
+    let mut out = HashMap::new();
     for key in map.keys() {
         let Some(per_cpu) = map
             .lookup_percpu(&key, MapFlags::ANY)
@@ -176,109 +189,4 @@ pub fn per_cpu_counts<M: MapCore>(map: &M) -> Result<std::collections::HashMap<u
         out.insert(k, sum);
     }
     Ok(out)
-}
-
-/// Names of the `enum drop_reason` counters in `src/bpf/hist.h`, in order.
-pub const DROP_NAMES: [&str; 4] = ["no_start", "hist_full", "clock", "start_full"];
-
-/// What `n` of a drop counter mean, for the text report ("1 completion ...", "2 completions ...").
-pub fn describe_drop(name: &str, n: u64) -> String {
-    let (one, many, rest) = match name {
-        "no_start" => (
-            "completion",
-            "completions",
-            "without a recorded start (in flight when tracing began, or evicted)",
-        ),
-        "hist_full" => ("event", "events", "lost because the histogram map was full"),
-        "clock" => ("event", "events", "with start time after end time"),
-        "start_full" => ("start", "starts", "that could not be stored"),
-        _ => ("other drop", "other drops", ""),
-    };
-    let noun = if n == 1 { one } else { many };
-    format!("{n} {noun} {rest}").trim_end().to_string()
-}
-
-/// Turns the cumulative `drops[]` of .bss into per-report deltas.
-#[derive(Default)]
-pub struct DropCounter {
-    last: [u64; 4],
-}
-
-impl DropCounter {
-    pub fn delta(&mut self, now: &[u64; 4]) -> Vec<(&'static str, u64)> {
-        let d = DROP_NAMES
-            .iter()
-            .enumerate()
-            .map(|(i, name)| (*name, now[i].wrapping_sub(self.last[i])))
-            .collect();
-        self.last = *now;
-        d
-    }
-}
-
-/// Opens a skeleton, lets the tool set its rodata, enables exactly the planned programs, loads
-/// and attaches. Returns the skeleton and the links of manually attached programs.
-pub fn load_planned<'obj, B>(
-    builder: B,
-    storage: &'obj mut std::mem::MaybeUninit<libbpf_rs::OpenObject>,
-    plan: &crate::common::probe::AttachPlan,
-    configure: impl FnOnce(&mut B::Output) -> Result<()>,
-) -> Result<(
-    <B::Output as libbpf_rs::skel::OpenSkel<'obj>>::Output,
-    Vec<libbpf_rs::Link>,
-)>
-where
-    B: libbpf_rs::skel::SkelBuilder<'obj>,
-{
-    use libbpf_rs::skel::{OpenSkel as _, Skel as _};
-
-    let mut open = builder.open(storage).context("opening the BPF object")?;
-    configure(&mut open)?;
-    plan.apply(open.open_object_mut())?;
-    let mut skel = open.load().map_err(|e| load_advice(plan, e))?;
-    skel.attach().map_err(|e| {
-        anyhow::anyhow!(
-            "attaching {}'s programs failed ({e}); try --explain",
-            plan.tool
-        )
-    })?;
-    let links = plan.attach_manual(skel.object())?;
-    Ok((skel, links))
-}
-
-fn load_advice(plan: &crate::common::probe::AttachPlan, err: libbpf_rs::Error) -> anyhow::Error {
-    let hint = match err.kind() {
-        // As root, EACCES/EPERM at load is the verifier (or lockdown), not a missing privilege.
-        libbpf_rs::ErrorKind::PermissionDenied if nix::unistd::geteuid().is_root() => {
-            "the kernel's verifier rejected a program: run with -v to see its log, and please report it as a bug"
-        }
-        libbpf_rs::ErrorKind::PermissionDenied => {
-            "the kernel refused the BPF programs: run as root, and check kernel.unprivileged_bpf_disabled and lockdown"
-        }
-        _ => "run with -v to see the verifier's log, and --explain for the chosen hooks",
-    };
-    anyhow::anyhow!(
-        "loading {}'s BPF programs failed ({err}): {hint}",
-        plan.tool
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn drop_notes_agree_with_their_count() {
-        assert_eq!(
-            describe_drop("no_start", 1),
-            "1 completion without a recorded start (in flight when tracing began, or evicted)"
-        );
-        assert_eq!(
-            describe_drop("start_full", 3),
-            "3 starts that could not be stored"
-        );
-        for name in DROP_NAMES {
-            assert!(!describe_drop(name, 2).contains("other"), "{name}");
-        }
-    }
 }

@@ -19,13 +19,4 @@ struct hist {
 	__u64 fine[HIST_FINE_BUCKETS];
 };
 
-/* Events the kernel side could not account, reported to the user (never silently dropped). */
-enum drop_reason {
-	DROP_NO_START = 0,   /* completion without a recorded start (in flight at attach, evicted) */
-	DROP_HIST_FULL = 1,  /* histogram map full: too many distinct keys */
-	DROP_CLOCK = 2,      /* start time after end time */
-	DROP_START_FULL = 3, /* start map update failed */
-	DROP_MAX = 4,
-};
-
 #endif

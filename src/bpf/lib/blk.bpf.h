@@ -3,6 +3,14 @@
 #ifndef IOSTACK_BLK_BPF_H
 #define IOSTACK_BLK_BPF_H
 
+/* Where -Q starts the clock (user space picks one from what the kernel offers:
+ * src/common/blk.rs, QueueStart). */
+enum q_start {
+	Q_START_OFF = 0,       /* plain mode: issue -> complete */
+	Q_START_EVENT = 1,     /* block_io_start tracepoint or (__)blk_account_io_start probe */
+	Q_START_RQ_FIELD = 2,  /* rq->start_time_ns at completion; block_rq_insert/issue when it is 0 */
+};
+
 /* The field as it was before it moved to the request queue. */
 struct request___with_rq_disk {
 	struct gendisk *rq_disk;

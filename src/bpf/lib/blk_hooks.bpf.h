@@ -5,25 +5,14 @@
  *     on_complete(struct request *rq, __u32 nr_bytes)
  *     on_queue_start(struct request *rq)      (the -Q start, whichever hook this kernel has)
  * and then includes this header; user space autoloads one flavour of each hook it planned.
- * The program names are part of the contract with plan_block_hooks. */
+ * The program names are part of the contract with plan_block_hooks. The tool also includes
+ * lib/blk.bpf.h (for enum q_start) before its handlers. */
 #ifndef IOSTACK_BLK_HOOKS_BPF_H
 #define IOSTACK_BLK_HOOKS_BPF_H
 
-#include "blk.bpf.h"
-
-/* Both flavours of one tracepoint program: NAME_btf (tp_btf, typed, cheapest) and NAME_raw
- * (raw_tp, where tp_btf does not load). HANDLER takes the tracepoint's arguments as __u64s. */
-#define TP_TWINS(tp, name, handler)                                                  \
-	SEC("tp_btf/" #tp)                                                          \
-	int name##_btf(__u64 *ctx)                                                  \
-	{                                                                           \
-		return handler(ctx);                                                \
-	}                                                                           \
-	SEC("raw_tp/" #tp)                                                          \
-	int name##_raw(struct bpf_raw_tracepoint_args *ctx)                         \
-	{                                                                           \
-		return handler(ctx->args);                                          \
-	}
+#include "lib/blk.bpf.h"
+#include "lib/tp_twins.bpf.h"
+#include "lib/func_hooks.bpf.h"
 
 static __always_inline int issue_args(__u64 *args)
 {
@@ -52,18 +41,13 @@ TP_TWINS(block_rq_complete, complete, complete_args)
 /* -Q start points, best first; user space loads exactly one of them. */
 TP_TWINS(block_io_start, io_start, io_start_args)
 
-/* Retargeted by user space to __blk_account_io_start where that is the attachable name. */
-SEC("fentry/blk_account_io_start")
-int BPF_PROG(account_start_fentry, struct request *rq)
+static __always_inline int account_start_entry(void *ctx, enum hook_flavour flavour)
 {
-	return on_queue_start(rq);
+	return on_queue_start((struct request *)hook_arg(ctx, flavour, 0));
 }
 
-SEC("kprobe/blk_account_io_start")
-int BPF_KPROBE(account_start_kprobe, struct request *rq)
-{
-	return on_queue_start(rq);
-}
+/* (__)blk_account_io_start, where no block_io_start tracepoint exists. */
+FUNC_ENTRY_HOOKS(account_start, account_start_entry)
 
 /* With Q_START_RQ_FIELD, covers requests whose rq->start_time_ns is 0 (queue without iostats). */
 TP_TWINS(block_rq_insert, insert, insert_args)

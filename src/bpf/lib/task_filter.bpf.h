@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* -p PID, --tid TID, -c COMM: one rodata struct, filled by user space (src/common/filter.rs,
+ * TaskFilter), tested in the kernel. With nothing set, the constants remove the code. */
+#ifndef IOSTACK_TASK_FILTER_BPF_H
+#define IOSTACK_TASK_FILTER_BPF_H
+
+#define IOSTACK_COMM_LEN 16
+
+struct task_filter {
+	__u32 tgid;     /* 0: any process */
+	__u32 tid;      /* 0: any thread */
+	__u32 has_comm; /* compare comm */
+	char comm[IOSTACK_COMM_LEN];
+};
+
+const volatile struct task_filter task_filter = {};
+
+static __always_inline bool comm_equal(const char *a)
+{
+	for (int i = 0; i < IOSTACK_COMM_LEN; i++) {
+		if (a[i] != task_filter.comm[i])
+			return false;
+		if (!a[i])
+			break;
+	}
+	return true;
+}
+
+/* A task known by its ids and name (e.g. the recorded submitter of an I/O). */
+static __always_inline bool task_selected(__u32 tgid, __u32 tid, const char *comm)
+{
+	if (task_filter.tgid && tgid != task_filter.tgid)
+		return false;
+	if (task_filter.tid && tid != task_filter.tid)
+		return false;
+	return !task_filter.has_comm || comm_equal(comm);
+}
+
+/* The task running now. */
+static __always_inline bool current_selected(void)
+{
+	char comm[IOSTACK_COMM_LEN];
+	__u64 id;
+
+	if (task_filter.tgid || task_filter.tid) {
+		id = bpf_get_current_pid_tgid();
+		if (task_filter.tgid && (id >> 32) != task_filter.tgid)
+			return false;
+		if (task_filter.tid && (__u32)id != task_filter.tid)
+			return false;
+	}
+	if (!task_filter.has_comm)
+		return true;
+	bpf_get_current_comm(comm, sizeof(comm));
+	return comm_equal(comm);
+}
+
+#endif

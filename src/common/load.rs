@@ -1,0 +1,97 @@
+//! Loading a tool's BPF object as its plan says: open, let the tool configure it (rodata, map
+//! sizes), turn on exactly the planned programs, load, attach; with errors that say what to do.
+
+use std::mem::MaybeUninit;
+
+use anyhow::{Context, Result};
+use libbpf_rs::OpenObject;
+
+use crate::common::plan::AttachPlan;
+
+/// Storage for an open BPF object that lives as long as the process: a tool is opened once and
+/// runs until the process ends, and a skeleton borrows its storage for its whole life.
+fn object_storage() -> &'static mut MaybeUninit<OpenObject> {
+    Box::leak(Box::new(MaybeUninit::uninit()))
+}
+
+/// A skeleton's mmap-ed global section (`.rodata` to configure before load, `.bss` to read
+/// after), or an error naming it.
+pub fn mapped<'a, T>(section: Option<&'a mut T>, what: &str) -> Result<&'a mut T> {
+    section.with_context(|| format!("{what} is not mapped"))
+}
+
+/// Copies a value into a skeleton's rodata struct of the same layout (the skeleton's generated
+/// type and our mirror of it, e.g. `struct task_filter` and `BpfTaskFilter`). A size mismatch is
+/// a bug of ours: reported, not written.
+pub fn copy_struct<D: plain::Plain, S: plain::Plain>(
+    what: &str,
+    dst: &mut D,
+    src: &S,
+) -> Result<()> {
+    // SAFETY: D is Plain, so any bytes are a valid D; S is Plain, so its bytes may be read.
+    let (dst, src) = unsafe { (plain::as_mut_bytes(dst), plain::as_bytes(src)) };
+    if dst.len() != src.len() {
+        return Err(anyhow::anyhow!(
+            "internal: {what} is {} bytes in the BPF object, {} in user space; please report this bug",
+            dst.len(),
+            src.len()
+        ));
+    }
+    dst.copy_from_slice(src);
+    Ok(())
+}
+
+/// Opens a skeleton, lets the tool set its rodata, enables exactly the planned programs, loads
+/// and attaches. Returns the skeleton and the links of manually attached programs.
+pub fn load_planned<B>(
+    builder: B,
+    plan: &AttachPlan,
+    configure: impl FnOnce(&mut B::Output) -> Result<()>,
+) -> Result<Loaded<<B::Output as libbpf_rs::skel::OpenSkel<'static>>::Output>>
+where
+    B: libbpf_rs::skel::SkelBuilder<'static>,
+{
+    use libbpf_rs::skel::{OpenSkel as _, Skel as _};
+
+    let mut open = builder
+        .open(object_storage())
+        .context("opening the BPF object")?;
+    configure(&mut open)?;
+    plan.apply(open.open_object_mut())?;
+    let mut skel = open.load().map_err(|e| load_advice(plan, e))?;
+    skel.attach().map_err(|e| {
+        anyhow::anyhow!(
+            "attaching {}'s programs failed ({e}); try --explain",
+            plan.tool
+        )
+    })?;
+    let links = plan.attach_manual(skel.object())?;
+    Ok(Loaded {
+        skel,
+        _links: links,
+    })
+}
+
+/// A loaded and attached skeleton, with the links of the programs attached by hand (kprobes,
+/// perf tracepoints): they detach when dropped, so they live exactly as long as the skeleton.
+pub struct Loaded<S> {
+    pub skel: S,
+    _links: Vec<libbpf_rs::Link>,
+}
+
+fn load_advice(plan: &AttachPlan, err: libbpf_rs::Error) -> anyhow::Error {
+    let hint = match err.kind() {
+        // As root, EACCES/EPERM at load is the verifier (or lockdown), not a missing privilege.
+        libbpf_rs::ErrorKind::PermissionDenied if nix::unistd::geteuid().is_root() => {
+            "the kernel's verifier rejected a program: run with -v to see its log, and please report it as a bug"
+        }
+        libbpf_rs::ErrorKind::PermissionDenied => {
+            "the kernel refused the BPF programs: run as root, and check kernel.unprivileged_bpf_disabled and lockdown"
+        }
+        _ => "run with -v to see the verifier's log, and --explain for the chosen hooks",
+    };
+    anyhow::anyhow!(
+        "loading {}'s BPF programs failed ({err}): {hint}",
+        plan.tool
+    )
+}

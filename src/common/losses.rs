@@ -1,0 +1,252 @@
+//! One vocabulary of losses for every tool: what a tool could not account is named the same way
+//! in its text, its JSON and the README, whether it prints histograms or events. The kernel side
+//! counts its kinds in `losses[]` (`src/bpf/lib/losses.bpf.h`, the same order as
+//! `Loss::KERNEL`); `unseen` is found in user space (`common::unseen`).
+
+use serde_json::json;
+
+/// A kind of loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Loss {
+    /// An end (completion, syscall exit) without a recorded start.
+    NoStart,
+    /// A start that could not be stored (the start map refused it).
+    StartFull,
+    /// A latency that could not be recorded: no room for another histogram.
+    HistFull,
+    /// A start time after the end time.
+    Clock,
+    /// An event the ring buffer had no room for: user space fell behind.
+    RingBufferFull,
+    /// Completed per /proc/diskstats, never seen by the BPF programs.
+    Unseen,
+}
+
+/// How many of what: the noun a tool counts in (`I/O`, `call`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Noun {
+    pub one: &'static str,
+    pub many: &'static str,
+}
+
+pub const IOS: Noun = Noun {
+    one: "I/O",
+    many: "I/Os",
+};
+pub const CALLS: Noun = Noun {
+    one: "call",
+    many: "calls",
+};
+
+impl Loss {
+    /// The kernel's counters, in the order of `enum loss_kind`.
+    pub const KERNEL: [Loss; 5] = [
+        Loss::NoStart,
+        Loss::StartFull,
+        Loss::HistFull,
+        Loss::Clock,
+        Loss::RingBufferFull,
+    ];
+
+    /// The JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Loss::NoStart => "no_start",
+            Loss::StartFull => "start_full",
+            Loss::HistFull => "hist_full",
+            Loss::Clock => "clock",
+            Loss::RingBufferFull => "ring_buffer_full",
+            Loss::Unseen => "unseen",
+        }
+    }
+
+    fn why(self) -> &'static str {
+        match self {
+            Loss::NoStart => {
+                "ended without a recorded start (in flight when tracing began, or evicted)"
+            }
+            Loss::StartFull => "whose start could not be stored (start map full)",
+            Loss::HistFull => "not recorded: the histogram map was full",
+            Loss::Clock => "with a start time after their end",
+            Loss::RingBufferFull => {
+                "not shown: the ring buffer was full (output could not keep up)"
+            }
+            Loss::Unseen => "completed (per /proc/diskstats) that never reached the BPF programs",
+        }
+    }
+
+    /// `1 I/O ended without a recorded start (...)`, `2 calls whose start could not be stored ...`.
+    pub fn describe(self, n: u64, noun: Noun) -> String {
+        let noun = if n == 1 { noun.one } else { noun.many };
+        format!("{n} {noun} {}", self.why())
+    }
+}
+
+/// Turns the kernel's cumulative `losses[]` into what is new since the last call.
+#[derive(Default)]
+pub struct LossTally {
+    last: [u64; Loss::KERNEL.len()],
+}
+
+impl LossTally {
+    /// New losses of the kinds in `kinds` (in that order; `Unseen` is not a kernel counter and
+    /// is left out).
+    pub fn delta(&mut self, now: &[u64; Loss::KERNEL.len()], kinds: &[Loss]) -> Vec<(Loss, u64)> {
+        let mut out = Vec::with_capacity(kinds.len());
+        for &kind in kinds {
+            if let Some(i) = Loss::KERNEL.iter().position(|&k| k == kind) {
+                out.push((kind, now[i].wrapping_sub(self.last[i])));
+            }
+        }
+        self.last = *now;
+        out
+    }
+}
+
+/// Reads the kernel's `losses[]` from a mapped .bss, which the programs update concurrently.
+pub fn read_kernel_losses(losses: &[u64; Loss::KERNEL.len()]) -> [u64; Loss::KERNEL.len()] {
+    // SAFETY: the array lives in the object's mmap-ed .bss for the skeleton's life; volatile
+    // reads, as the kernel writes it concurrently.
+    std::array::from_fn(|i| unsafe { std::ptr::read_volatile(&losses[i]) })
+}
+
+/// A loss reported in-band by an event tool, as it happens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LossEvent {
+    pub kind: Loss,
+    pub n: u64,
+    /// The disk, for `unseen`.
+    pub disk: Option<String>,
+}
+
+impl LossEvent {
+    /// `lost N ...` or `{"lost":N,"reason":"..."}` (with `"disk"` when known).
+    pub fn line(&self, noun: Noun, json: bool) -> String {
+        if json {
+            let mut v = json!({"lost": self.n, "reason": self.kind.name()});
+            if let Some(d) = &self.disk {
+                v["disk"] = d.as_str().into();
+            }
+            return v.to_string();
+        }
+        match (&self.disk, self.kind) {
+            (Some(d), Loss::Unseen) => {
+                format!("lost {}", crate::common::unseen::describe_unseen(self.n, d))
+            }
+            _ => format!("lost {}", self.kind.describe(self.n, noun)),
+        }
+    }
+}
+
+/// Totals of an event tool's losses, for its closing summary.
+pub struct LossTotals {
+    kinds: &'static [Loss],
+    totals: Vec<u64>,
+}
+
+impl LossTotals {
+    pub fn new(kinds: &'static [Loss]) -> LossTotals {
+        LossTotals {
+            kinds,
+            totals: vec![0; kinds.len()],
+        }
+    }
+
+    pub fn add(&mut self, kind: Loss, n: u64) {
+        if let Some(i) = self.kinds.iter().position(|&k| k == kind) {
+            self.totals[i] += n;
+        }
+    }
+
+    /// `\n200 events, 0 lost (ring_buffer_full 0, ...)`, or `{"summary":{...}}`.
+    pub fn summary(&self, events: u64, json: bool) -> String {
+        let lost: u64 = self.totals.iter().sum();
+        if json {
+            let mut fields = serde_json::Map::new();
+            fields.insert("events".into(), events.into());
+            fields.insert("lost".into(), lost.into());
+            for (kind, n) in self.kinds.iter().zip(&self.totals) {
+                fields.insert(kind.name().into(), (*n).into());
+            }
+            return json!({ "summary": fields }).to_string();
+        }
+        let parts: Vec<String> = self
+            .kinds
+            .iter()
+            .zip(&self.totals)
+            .map(|(k, n)| format!("{} {n}", k.name()))
+            .collect();
+        format!("\n{events} events, {lost} lost ({})", parts.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_agree_with_their_count() {
+        assert_eq!(
+            Loss::NoStart.describe(1, IOS),
+            "1 I/O ended without a recorded start (in flight when tracing began, or evicted)"
+        );
+        assert_eq!(
+            Loss::StartFull.describe(3, CALLS),
+            "3 calls whose start could not be stored (start map full)"
+        );
+    }
+
+    #[test]
+    fn only_growth_is_reported_for_the_tools_kinds() {
+        let mut t = LossTally::default();
+        let kinds = [Loss::RingBufferFull, Loss::NoStart];
+        assert_eq!(
+            t.delta(&[1, 0, 0, 0, 3], &kinds),
+            vec![(Loss::RingBufferFull, 3), (Loss::NoStart, 1)]
+        );
+        assert_eq!(
+            t.delta(&[1, 0, 0, 0, 5], &kinds),
+            vec![(Loss::RingBufferFull, 2), (Loss::NoStart, 0)]
+        );
+    }
+
+    #[test]
+    fn in_band_lines_and_summary() {
+        let e = LossEvent {
+            kind: Loss::RingBufferFull,
+            n: 2,
+            disk: None,
+        };
+        assert_eq!(
+            e.line(IOS, false),
+            "lost 2 I/Os not shown: the ring buffer was full (output could not keep up)"
+        );
+        assert_eq!(
+            e.line(IOS, true),
+            r#"{"lost":2,"reason":"ring_buffer_full"}"#
+        );
+        let u = LossEvent {
+            kind: Loss::Unseen,
+            n: 1,
+            disk: Some("loop0".into()),
+        };
+        assert_eq!(
+            u.line(IOS, true),
+            r#"{"disk":"loop0","lost":1,"reason":"unseen"}"#
+        );
+        assert!(u
+            .line(IOS, false)
+            .starts_with("lost 1 I/O completed on loop0"));
+        static KINDS: [Loss; 2] = [Loss::RingBufferFull, Loss::Unseen];
+        let mut totals = LossTotals::new(&KINDS);
+        totals.add(Loss::RingBufferFull, 5);
+        totals.add(Loss::Unseen, 1);
+        assert_eq!(
+            totals.summary(7, false),
+            "\n7 events, 6 lost (ring_buffer_full 5, unseen 1)"
+        );
+        let v: serde_json::Value = serde_json::from_str(&totals.summary(7, true)).unwrap();
+        assert_eq!(v["summary"]["lost"], 6);
+        assert_eq!(v["summary"]["unseen"], 1);
+    }
+}

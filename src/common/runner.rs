@@ -1,0 +1,230 @@
+//! The shared runner: what every tool's binary hands its options to. It owns the life of a run
+//! (privileges, probing, plan, load, `--explain`, the banner, `[interval [count]]` or the event
+//! stream, SIGINT/SIGTERM with a final report, output and its errors); a tool only provides the
+//! steps of `Tool` and `HistogramTool` or `EventTool`.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::common::cli::{self, CommonArgs};
+use crate::common::error::{require_privileges, run_main, StdoutClosed};
+use crate::common::events::{stdout_closed, EventOutput, POLL};
+use crate::common::libbpf::init_libbpf_logging;
+use crate::common::losses::{Loss, LossEvent, LossTotals, Noun};
+use crate::common::plan::AttachPlan;
+use crate::common::prober::Prober;
+use crate::common::report::{announce, HistogramReport, Out};
+
+/// What every tool provides: a plan from what the kernel has, and an open (loaded, attached)
+/// instance. A tool is a library component; its binary parses the command line into `Options`
+/// and calls `histograms` or `events` below.
+pub trait Tool: Sized {
+    /// For messages: `biolat: ...`.
+    const NAME: &'static str;
+    /// Everything the tool was asked for, checked (disk names, pids) before any privilege.
+    type Options;
+    /// The attach plan and the settings that go with it.
+    type Plan: AsRef<AttachPlan>;
+    /// What to attach on this kernel, with the reasons: pure, so it can be tested from BTF
+    /// files without root (tests/plans.rs).
+    fn plan(prober: &Prober, opts: &Self::Options) -> Result<Self::Plan>;
+    /// Loads and attaches the planned programs (and records in the plan what loading decided,
+    /// e.g. where starts are kept).
+    fn open(prober: &Prober, plan: &mut Self::Plan, opts: &Self::Options) -> Result<Self>;
+}
+
+/// A tool that reports histograms per interval.
+pub trait HistogramTool: Tool {
+    /// `Tracing block device I/O... Hit Ctrl-C to end.`
+    const BANNER: &'static str;
+    /// Drains what the kernel gathered since the last call.
+    fn collect(&mut self) -> Result<HistogramReport>;
+}
+
+/// A tool that reports one event per line as they happen.
+pub trait EventTool: Tool {
+    type Event;
+    /// What the tool counts, for loss lines.
+    const NOUN: Noun;
+    /// Every kind of loss the tool can incur, in the order of its summary.
+    const LOSSES: &'static [Loss];
+    /// `Tracing all block device I/O... Hit Ctrl-C to end.`
+    fn banner(&self) -> String;
+    /// The column header of the text output.
+    fn header(&self) -> String;
+    /// Events and losses since the last call, waiting up to `timeout` for events (none: only
+    /// what is there).
+    fn poll(&mut self, timeout: Option<Duration>) -> Result<(Vec<Self::Event>, Vec<LossEvent>)>;
+    fn text(&self, event: &Self::Event) -> String;
+    fn json(&self, event: &Self::Event) -> String;
+}
+
+/// How a run is shown, common to every tool.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Style {
+    pub json: bool,
+    pub explain: bool,
+    pub verbose: bool,
+}
+
+/// Privileges, probe, plan, load; `--explain` prints the proof and returns None.
+fn open<T: Tool>(style: Style, opts: &T::Options, out: &mut Out) -> Result<Option<T>> {
+    init_libbpf_logging(style.verbose);
+    require_privileges(T::NAME)?;
+    let prober = Prober::new()?;
+    let mut plan = T::plan(&prober, opts)?;
+    let tool = T::open(&prober, &mut plan, opts)?;
+    if style.explain {
+        out.write(&plan.as_ref().explain(&prober))?;
+        return Ok(None);
+    }
+    Ok(Some(tool))
+}
+
+/// A histogram tool's whole `main`: parses its arguments `A` and the common ones, builds the
+/// tool's options from them (a bad disk name or pid is a one-line error), runs, and turns the
+/// outcome into an exit status.
+pub fn histogram_main<T: HistogramTool, A: clap::Args>(
+    about: &'static str,
+    examples: &'static str,
+    options: impl FnOnce(&A, &CommonArgs) -> Result<T::Options>,
+) -> ExitCode {
+    let command = cli::histogram_command::<A>(T::NAME, about, examples);
+    let cli: cli::HistogramCommand<A> = cli::parse_command(T::NAME, command);
+    run_main(T::NAME, || {
+        histograms::<T>(&cli.common, options(&cli.tool, &cli.common)?)
+    })
+}
+
+/// Runs a histogram tool: a report every interval, `count` times, or one at Ctrl-C.
+pub fn histograms<T: HistogramTool>(common: &CommonArgs, opts: T::Options) -> Result<()> {
+    let style = Style {
+        json: common.json,
+        explain: common.explain,
+        verbose: common.verbose,
+    };
+    let mut out = Out::new();
+    let Some(mut tool) = open::<T>(style, &opts, &mut out)? else {
+        return Ok(());
+    };
+    let stop = StopSignal::install()?;
+    announce(&mut out, common.json, T::BANNER)?;
+    run_intervals(&stop, common.interval, common.count, || {
+        let report = tool.collect()?;
+        out.write(&report.render(common.timestamp, common.json))
+    })
+}
+
+/// Runs an event tool until Ctrl-C: events as they come, losses in-band, a summary at the end.
+pub fn events<T: EventTool>(style: Style, opts: T::Options) -> Result<()> {
+    let mut out = Out::new();
+    let Some(mut tool) = open::<T>(style, &opts, &mut out)? else {
+        return Ok(());
+    };
+    let stop = StopSignal::install()?;
+    announce(&mut out, style.json, &tool.banner())?;
+    let mut sink = EventOutput::new();
+    if !style.json {
+        sink.line(&tool.header())?;
+        sink.flush()?;
+    }
+    let mut totals = LossTotals::new(T::LOSSES);
+    loop {
+        let stopping = stop.stopped();
+        let (events, losses) = tool.poll((!stopping).then_some(POLL))?;
+        for e in &events {
+            let line = if style.json {
+                tool.json(e)
+            } else {
+                tool.text(e)
+            };
+            if sink.event(&line) != 0 {
+                break;
+            }
+        }
+        for loss in losses {
+            totals.add(loss.kind, loss.n);
+            sink.line(&loss.line(T::NOUN, style.json))?;
+        }
+        sink.flush()?;
+        if stdout_closed() {
+            return Err(anyhow::Error::new(StdoutClosed));
+        }
+        if stopping {
+            break;
+        }
+    }
+    let summary = totals.summary(sink.events, style.json);
+    sink.line(&summary)?;
+    sink.flush()
+}
+
+/// Delivers SIGINT/SIGTERM to the run loop (installed once per process).
+pub struct StopSignal {
+    rx: mpsc::Receiver<()>,
+    stopped: Arc<AtomicBool>,
+}
+
+impl StopSignal {
+    pub fn install() -> Result<StopSignal> {
+        let (tx, rx) = mpsc::channel();
+        let stopped = Arc::new(AtomicBool::new(false));
+        let flag = stopped.clone();
+        ctrlc::set_handler(move || {
+            flag.store(true, Ordering::SeqCst);
+            let _ = tx.send(());
+        })
+        .context("installing the SIGINT/SIGTERM handler")?;
+        Ok(StopSignal { rx, stopped })
+    }
+
+    /// Waits up to `timeout` (forever with None); true if a signal arrived.
+    pub fn wait(&self, timeout: Option<Duration>) -> bool {
+        if self.stopped.load(Ordering::SeqCst) {
+            return true;
+        }
+        match timeout {
+            None => self.rx.recv().is_ok() || self.stopped.load(Ordering::SeqCst),
+            Some(t) => match self.rx.recv_timeout(t) {
+                Ok(()) => true,
+                Err(RecvTimeoutError::Timeout) => self.stopped.load(Ordering::SeqCst),
+                Err(RecvTimeoutError::Disconnected) => true,
+            },
+        }
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+}
+
+/// Calls `report` every `interval` seconds, `count` times (or until a signal); without an
+/// interval, once when a signal arrives.
+pub fn run_intervals(
+    stop: &StopSignal,
+    interval: Option<u64>,
+    count: Option<u64>,
+    mut report: impl FnMut() -> Result<()>,
+) -> Result<()> {
+    let Some(secs) = interval else {
+        stop.wait(None);
+        return report();
+    };
+    let period = Duration::from_secs(secs);
+    let mut next = Instant::now() + period;
+    let mut done = 0u64;
+    loop {
+        let signaled = stop.wait(Some(next.saturating_duration_since(Instant::now())));
+        report()?;
+        done += 1;
+        if signaled || count.is_some_and(|c| done >= c) {
+            return Ok(());
+        }
+        next += period;
+    }
+}

@@ -1,0 +1,174 @@
+//! biolat: block device I/O latency as histograms (bcc's biolatency, with percentiles, JSON, a
+//! correct `-Q` on every scheduler, per-disk reconciliation with /proc/diskstats, and
+//! `--explain`).
+
+use anyhow::{Context, Result};
+
+use crate::common::blk::{plan_block_hooks, request_map_entries, AccountedRequests, BlockHooks};
+use crate::common::disk::{DiskFilter, DiskNames};
+use crate::common::hist::Unit;
+use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
+use crate::common::losses::{Loss, IOS};
+use crate::common::maps::{per_cpu_counts, HistogramCollector};
+use crate::common::plan::AttachPlan;
+use crate::common::prober::Prober;
+use crate::common::report::{HistogramReport, LabeledHistogram};
+use crate::common::reqflags::RequestFlags;
+use crate::common::runner::{HistogramTool, Tool};
+use crate::common::unseen::{DiskTally, UnseenIos};
+
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/biolat.skel.rs"));
+}
+use skel::{types, BiolatSkel, BiolatSkelBuilder};
+
+// SAFETY: repr(C) structs of integers; any bit pattern is valid.
+unsafe impl plain::Plain for types::biolat_key {}
+unsafe impl plain::Plain for types::io_seen_config {}
+
+/// What biolat is asked for.
+#[derive(Clone, Debug, Default)]
+pub struct BiolatOptions {
+    /// `-Q`: from when the OS starts accounting the request.
+    pub queued: bool,
+    /// `-D`: a histogram per disk.
+    pub per_disk: bool,
+    /// `-F`: a histogram per operation and flags.
+    pub per_flags: bool,
+    /// `-d`: one disk only.
+    pub disk: Option<DiskFilter>,
+    pub unit: Unit,
+    /// `--explain`: also describe the `-Q` start that would be used.
+    pub explain: bool,
+}
+
+/// biolat's plan: the block hooks, and how to read requests on this kernel.
+pub struct BiolatPlan {
+    hooks: BlockHooks,
+    flags: Option<RequestFlags>,
+    accounted: AccountedRequests,
+}
+
+impl AsRef<AttachPlan> for BiolatPlan {
+    fn as_ref(&self) -> &AttachPlan {
+        &self.hooks.plan
+    }
+}
+
+/// biolat, loaded and attached.
+pub struct Biolat {
+    loaded: Loaded<BiolatSkel<'static>>,
+    opts: BiolatOptions,
+    flags: Option<RequestFlags>,
+    collector: HistogramCollector,
+    unseen: UnseenIos,
+    disk_names: DiskNames,
+}
+
+/// Every kind of loss biolat can report.
+const LOSSES: [Loss; 5] = [
+    Loss::NoStart,
+    Loss::StartFull,
+    Loss::HistFull,
+    Loss::Clock,
+    Loss::Unseen,
+];
+
+impl Tool for Biolat {
+    const NAME: &'static str = "biolat";
+    type Options = BiolatOptions;
+    type Plan = BiolatPlan;
+
+    fn plan(prober: &Prober, opts: &BiolatOptions) -> Result<BiolatPlan> {
+        let mut hooks = plan_block_hooks(prober, Self::NAME, opts.queued, opts.explain)?;
+        let accounted = AccountedRequests::from_btf(prober);
+        hooks.plan.decide("counted", accounted.describe());
+        let flags = match opts.per_flags {
+            true => Some(
+                RequestFlags::from_btf(prober)
+                    .context("this kernel's BTF has no req_op/req_flag_bits enums, needed by -F")?,
+            ),
+            false => None,
+        };
+        Ok(BiolatPlan {
+            hooks,
+            flags,
+            accounted,
+        })
+    }
+
+    fn open(_prober: &Prober, plan: &mut BiolatPlan, opts: &BiolatOptions) -> Result<Biolat> {
+        let (hooks, flags) = (&plan.hooks, &plan.flags);
+        let loaded = load_planned(BiolatSkelBuilder::default(), &hooks.plan, |open| {
+            let rodata = mapped(open.maps.rodata_data.as_deref_mut(), "biolat's .rodata")?;
+            rodata.unit_ns = opts.unit.ns();
+            rodata.unit_lg = opts.unit.lg();
+            rodata.rq_tp_single_arg = hooks.single_arg;
+            rodata.q_start = hooks.queue_start as u32;
+            rodata.filter_dev = opts.disk.as_ref().map_or(0, |f| f.dev);
+            rodata.per_disk = opts.per_disk;
+            rodata.flags_mask = flags.as_ref().map_or(0, |f| f.mask());
+            copy_struct(
+                "io_seen_config",
+                &mut rodata.io_seen_config,
+                &plan.accounted,
+            )?;
+            open.maps.starts.set_max_entries(request_map_entries())?;
+            Ok(())
+        })?;
+        Ok(Biolat {
+            loaded,
+            unseen: UnseenIos::start(opts.disk.as_ref().map(|f| f.dev))?,
+            opts: opts.clone(),
+            flags: flags.clone(),
+            collector: HistogramCollector::default(),
+            disk_names: DiskNames::load(),
+        })
+    }
+}
+
+impl HistogramTool for Biolat {
+    const BANNER: &'static str = "Tracing block device I/O... Hit Ctrl-C to end.";
+
+    fn collect(&mut self) -> Result<HistogramReport> {
+        let bss = mapped(
+            self.loaded.skel.maps.bss_data.as_deref_mut(),
+            "biolat's .bss",
+        )?;
+        let drained = self
+            .collector
+            .drain(&mut bss.hist_gen, &self.loaded.skel.maps.hists)?;
+        let mut losses = self.collector.losses(&bss.losses, &LOSSES);
+        let accounted: Vec<(String, DiskTally)> = self
+            .unseen
+            .update(|| per_cpu_counts(&self.loaded.skel.maps.io_seen))?
+            .into_iter()
+            .map(|t| (self.disk_names.name_or_reload(t.dev), t))
+            .collect();
+        losses.push((Loss::Unseen, accounted.iter().map(|(_, t)| t.unseen).sum()));
+        let mut histograms = Vec::with_capacity(drained.len());
+        for (key_bytes, hist) in drained {
+            let mut key = types::biolat_key::default();
+            plain::copy_from_bytes(&mut key, &key_bytes)
+                .map_err(|e| anyhow::anyhow!("bad histogram key: {e:?}"))?;
+            let mut labels = Vec::new();
+            if self.opts.per_disk {
+                labels.push(("disk", self.disk_names.name_or_reload(key.dev)));
+            }
+            if let Some(flags) = &self.flags {
+                labels.push(("flags", flags.describe(key.flags)));
+            }
+            histograms.push(LabeledHistogram { labels, hist });
+        }
+        histograms.sort_by(|a, b| a.labels.cmp(&b.labels));
+        Ok(HistogramReport {
+            tool: Self::NAME,
+            unit: self.opts.unit,
+            noun: IOS,
+            histograms,
+            losses,
+            accounted: Some(accounted),
+            totals: false,
+        })
+    }
+}

@@ -1,0 +1,235 @@
+//! Every tool's attach plan, built without root from the BTF of each kernel of the matrix (and
+//! of this host), chooses the hooks the kernel matrix saw them attach (README, "Kernel matrix";
+//! tests/vm/run-matrix prints the same table from real boots). The VM kernels' BTF comes out of
+//! their images (tests/vm/fetch-kernels, run by scripts/test before these tests).
+
+use std::path::PathBuf;
+
+use iostack::common::hist::Unit;
+use iostack::common::plan::AttachPlan;
+use iostack::common::prober::{Facilities, Prober};
+use iostack::common::runner::Tool;
+use iostack::common::syscalls;
+use iostack::tools::biolat::{Biolat, BiolatOptions};
+use iostack::tools::bioslower::{Bioslower, BioslowerOptions, Stage};
+use iostack::tools::syslat::{Syslat, SyslatOptions};
+
+/// A kernel of the matrix: where its BTF is, and how it can attach.
+struct Kernel {
+    name: &'static str,
+    btf: PathBuf,
+    facilities: Facilities,
+}
+
+/// Debian's cloud kernels have fentry and kprobes; the CI host (6.18, a sandbox VM) has neither.
+fn kernels() -> Vec<Kernel> {
+    let cache = std::env::var("IOSTACK_CACHE").unwrap_or_else(|_| "/var/cache/iostack".into());
+    let vm = Facilities {
+        tp_btf: true,
+        fentry: true,
+        kprobes: true,
+    };
+    let mut all: Vec<Kernel> = ["5.10", "6.1", "6.12"]
+        .into_iter()
+        .map(|name| Kernel {
+            name,
+            btf: PathBuf::from(&cache).join(format!("kernels/current-{name}/vmlinux.btf")),
+            facilities: vm,
+        })
+        .collect();
+    all.push(Kernel {
+        name: "host",
+        btf: PathBuf::from("/sys/kernel/btf/vmlinux"),
+        facilities: Facilities {
+            tp_btf: true,
+            fentry: false,
+            kprobes: false,
+        },
+    });
+    for k in &all {
+        assert!(
+            k.btf.exists(),
+            "{}: no BTF at {}: run tests/vm/fetch-kernels (scripts/test does) to fetch the matrix kernels and extract it",
+            k.name,
+            k.btf.display()
+        );
+    }
+    all
+}
+
+fn prober(k: &Kernel) -> Prober {
+    Prober::described(&k.btf, k.facilities).unwrap_or_else(|e| panic!("{}: {e:#}", k.name))
+}
+
+/// The attach point planned for a role, e.g. `tp_btf/block_rq_issue`; "none" if none.
+fn role(plan: &AttachPlan, role: &str) -> String {
+    plan.programs
+        .iter()
+        .find(|p| p.role == role)
+        .map_or("none".into(), |p| p.attach_point())
+}
+
+/// A decision's text, e.g. the "disk" line.
+fn decision(plan: &AttachPlan, what: &str) -> String {
+    plan.decisions
+        .iter()
+        .find(|(w, _)| w == what)
+        .map_or("none".into(), |(_, c)| c.clone())
+}
+
+/// One row of the matrix's attach-path table: the value for 5.10, 6.1, 6.12, host.
+fn row(name: &str, kernel: &str, got: String, want: [&str; 4]) -> Option<String> {
+    let i = ["5.10", "6.1", "6.12", "host"]
+        .iter()
+        .position(|k| *k == kernel)
+        .unwrap();
+    (!got.starts_with(want[i]))
+        .then(|| format!("{kernel} {name}: planned {got}, the matrix saw {}", want[i]))
+}
+
+#[test]
+fn biolat_plans_the_hooks_the_matrix_attached_on_every_kernel() {
+    let mut wrong = Vec::new();
+    for k in kernels() {
+        let p = prober(&k);
+        let plain = Biolat::plan(&p, &BiolatOptions::default()).unwrap();
+        let queued = BiolatOptions {
+            queued: true,
+            ..Default::default()
+        };
+        let q = Biolat::plan(&p, &queued).unwrap();
+        let (plain, q) = (plain.as_ref(), q.as_ref());
+        let counted = "what /proc/diskstats counts: requests ending with rq_flags IO_STAT";
+        let (defines, btf) = (format!("{counted} 0x2000"), format!("{counted} 0x100"));
+        let rows = [
+            ("issue", role(plain, "issue"), ["tp_btf/block_rq_issue"; 4]),
+            (
+                "complete",
+                role(plain, "complete"),
+                ["tp_btf/block_rq_complete"; 4],
+            ),
+            (
+                "q_start",
+                role(q, "-Q start"),
+                [
+                    "fentry/blk_account_io_start",
+                    "tp_btf/block_rq_insert",
+                    "tp_btf/block_io_start",
+                    "tp_btf/block_io_start",
+                ],
+            ),
+            (
+                "disk",
+                decision(plain, "disk"),
+                ["rq->rq_disk", "rq->q->disk", "rq->q->disk", "rq->q->disk"],
+            ),
+            (
+                "rq args",
+                decision(plain, "rq args"),
+                ["block_rq_insert/issue pass 1 argument(s)"; 4],
+            ),
+            (
+                "counted",
+                decision(plain, "counted"),
+                [defines.as_str(), &defines, &btf, &btf],
+            ),
+        ];
+        for (name, got, want) in rows {
+            wrong.extend(row(name, k.name, got, want));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn bioslower_plans_its_submitter_and_submit_hooks_on_every_kernel() {
+    let mut wrong = Vec::new();
+    for k in kernels() {
+        let p = prober(&k);
+        let block = Bioslower::plan(&p, &BioslowerOptions::default()).unwrap();
+        wrong.extend(row(
+            "submitter",
+            k.name,
+            role(block.as_ref(), "submitter"),
+            ["tp_btf/block_bio_queue"; 4],
+        ));
+        let submit = BioslowerOptions {
+            stage: Stage::Submit,
+            stacks: true,
+            ..Default::default()
+        };
+        let got = match Bioslower::plan(&p, &submit) {
+            Ok(plan) => format!(
+                "{} + {}",
+                role(plan.as_ref(), "submit"),
+                role(plan.as_ref(), "submitted")
+            ),
+            Err(e) => format!("none ({e})"),
+        };
+        let fentry = "fentry/submit_bio_noacct + fexit/submit_bio_noacct";
+        wrong.extend(row("submit", k.name, got, [fentry, fentry, fentry, "none"]));
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn syslat_plans_sys_enter_and_sys_exit_on_every_kernel() {
+    let mut wrong = Vec::new();
+    for k in kernels() {
+        let opts = SyslatOptions {
+            ops: syscalls::select(&[], false).unwrap(),
+            unit: Unit::Usecs,
+            ..Default::default()
+        };
+        let plan = Syslat::plan(&prober(&k), &opts).unwrap();
+        for (r, want) in [("enter", "tp_btf/sys_enter"), ("exit", "tp_btf/sys_exit")] {
+            wrong.extend(row(r, k.name, role(&plan, r), [want; 4]));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Without fentry and kprobes (this host), a submit-stage plan is refused with both reasons.
+#[test]
+fn a_kernel_without_function_hooks_refuses_the_submit_stage_saying_why() {
+    let host = kernels().pop().unwrap();
+    let opts = BioslowerOptions {
+        stage: Stage::Submit,
+        ..Default::default()
+    };
+    let err = Bioslower::plan(&prober(&host), &opts)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("fentry unavailable") && err.contains("kprobes unavailable"),
+        "{err}"
+    );
+}
+
+/// A plan that names a program the object lacks is refused when applied, instead of loading
+/// nothing and reporting success.
+#[test]
+fn a_plan_naming_a_program_the_object_lacks_is_refused() {
+    use libbpf_rs::skel::{OpenSkel as _, SkelBuilder as _};
+    mod skel {
+        include!(concat!(env!("OUT_DIR"), "/biolat.skel.rs"));
+    }
+    let mut plan = AttachPlan::new("biolat");
+    plan.add(
+        "issue",
+        "isue_btf",
+        iostack::common::plan::Flavor::TpBtf,
+        "block_rq_issue",
+        "a typo",
+    );
+    let mut storage = std::mem::MaybeUninit::uninit();
+    let mut open = skel::BiolatSkelBuilder::default()
+        .open(&mut storage)
+        .expect("opening needs no privilege");
+    let err = plan.apply(open.open_object_mut()).unwrap_err().to_string();
+    assert!(
+        err.contains("names program isue_btf") && err.contains("does not have"),
+        "{err}"
+    );
+}
