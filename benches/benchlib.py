@@ -116,7 +116,7 @@ class Tracer:
             progs = set(prog_stats()) - before
             if progs != last:
                 last, stable_since = progs, time.time()
-            elif len(progs) >= 2 and time.time() - stable_since > 1.0:
+            elif progs and time.time() - stable_since > 1.0:
                 break
             if time.time() > deadline:
                 os.killpg(proc.pid, signal.SIGKILL)

@@ -12,7 +12,7 @@ mod syslat_skel {
 
 use std::mem::size_of;
 
-use iostack::common::blk::AccountedRequests;
+use iostack::common::blk::RequestBits;
 use iostack::common::filter::BpfTaskFilter;
 use iostack::common::hist::{RawHist, FINE_BUCKETS, LOG2_SLOTS};
 use iostack::common::losses::Loss;
@@ -51,11 +51,11 @@ fn shared_rodata_structs_match_their_mirrors() {
         size_of::<BpfTaskFilter>()
     );
     assert_eq!(
-        size_of::<biolat_skel::types::io_seen_config>(),
-        size_of::<AccountedRequests>()
+        size_of::<biolat_skel::types::rq_bits>(),
+        size_of::<RequestBits>()
     );
     assert_eq!(
-        size_of::<bioslower_skel::types::io_seen_config>(),
-        size_of::<AccountedRequests>()
+        size_of::<bioslower_skel::types::rq_bits>(),
+        size_of::<RequestBits>()
     );
 }

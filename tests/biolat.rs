@@ -212,12 +212,50 @@ fn closed_stdout_ends_quietly() {
 fn explain_names_the_paths_and_attaches() {
     let _g = serial();
     require_root();
+    // Where the stamps come from is always said; with ours, the issue and -Q start hooks.
     let text = explain("biolat", &["-Q"]);
+    assert!(text.contains("/block_rq_complete"), "{text}");
+    assert!(text.contains("\n  stamps     "), "{text}");
+    let ours = explain("biolat", &["-Q", "--stamps", "ours"]);
     assert!(
-        text.contains("issue") && text.contains("/block_rq_issue"),
-        "{text}"
+        ours.contains("issue") && ours.contains("/block_rq_issue"),
+        "{ours}"
     );
-    assert!(text.contains("-Q start"), "{text}");
+    assert!(ours.contains("-Q start"), "{ours}");
+}
+
+/// This machine's queues stamp their requests (writeback throttling and iostats are on by
+/// default), so each mode reads the kernel's stamp with one program, and counts every I/O as
+/// the two-program path with our own stamps does.
+#[test]
+fn kernel_stamps_and_ours_count_the_same_ios() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    let plain = explain("biolat", &["-d", &dev.name]);
+    assert!(
+        plain.contains("stamps     the kernel's rq->io_start_time_ns"),
+        "{plain}"
+    );
+    assert!(!plain.contains("/block_rq_issue "), "one program: {plain}");
+    let tools: Vec<Running> = [
+        &[][..],
+        &["-Q"],
+        &["--stamps", "ours"],
+        &["-Q", "--stamps", "ours"],
+    ]
+    .iter()
+    .map(|mode| Running::start("biolat", &[&["-j", "-d", &dev.name], *mode].concat()))
+    .collect();
+    dd_direct(&dev.path, N, true);
+    dd_direct(&dev.path, N, false);
+    for tool in tools {
+        let (code, out, err) = tool.interrupt();
+        assert_eq!(code, 0, "stderr: {err}");
+        assert_eq!(total(&out) + unseen(&out), 2 * N, "{out}");
+        let drops = &json_lines(&out)[0]["drops"];
+        assert_eq!(drops["no_start"], 0, "every request had a stamp: {out}");
+    }
 }
 
 /// biolat's start map is sized to every request structure: at least each blk-mq disk's tags.

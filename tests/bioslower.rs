@@ -331,5 +331,28 @@ fn explain_names_the_submitter_hooks_and_attaches() {
     require_root();
     let text = explain("bioslower", &["-Q"]);
     assert!(text.contains("/block_bio_queue"), "{text}");
-    assert!(text.contains("-Q start"), "{text}");
+    assert!(text.contains("\n  stamps     "), "{text}");
+    let ours = explain("bioslower", &["-Q", "--stamps", "ours"]);
+    assert!(ours.contains("-Q start"), "{ours}");
+}
+
+/// With our own stamps (the two-program path), every I/O still shows once, from the dd.
+#[test]
+fn our_stamps_show_the_same_ios() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    let tool = Running::start(
+        "bioslower",
+        &["-j", "--stamps", "ours", "0", "-d", &dev.name],
+    );
+    let dd = dd_direct(&dev.path, N, true);
+    let (code, out, err) = tool.interrupt();
+    assert_eq!(code, 0, "stderr: {err}");
+    let (events, _) = json_events(&out);
+    assert_eq!(events.len() as u64 + unseen(&out), N, "{out}");
+    assert!(
+        events.iter().all(|e| e["pid"] == dd && e["comm"] == "dd"),
+        "{out}"
+    );
 }

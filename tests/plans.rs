@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use iostack::common::blk::StampChoice;
 use iostack::common::hist::Unit;
 use iostack::common::plan::AttachPlan;
 use iostack::common::prober::{Facilities, Prober};
@@ -28,6 +29,8 @@ fn kernels() -> Vec<Kernel> {
         tp_btf: true,
         fentry: true,
         kprobes: true,
+        queue_stats: true,
+        iostats: true,
     };
     let mut all: Vec<Kernel> = ["5.10", "6.1", "6.12"]
         .into_iter()
@@ -44,6 +47,8 @@ fn kernels() -> Vec<Kernel> {
             tp_btf: true,
             fentry: false,
             kprobes: false,
+            queue_stats: true,
+            iostats: true,
         },
     });
     for k in &all {
@@ -98,19 +103,46 @@ fn biolat_plans_the_hooks_the_matrix_attached_on_every_kernel() {
             ..Default::default()
         };
         let q = Biolat::plan(&p, &queued).unwrap();
+        // Our own stamps: the two-program path, with the -Q start hook this kernel has.
+        let ours = |queued| BiolatOptions {
+            queued,
+            stamps: StampChoice::Ours,
+            ..Default::default()
+        };
+        let ours_plain = Biolat::plan(&p, &ours(false)).unwrap();
+        let ours_q = Biolat::plan(&p, &ours(true)).unwrap();
         let (plain, q) = (plain.as_ref(), q.as_ref());
+        let (ours_plain, ours_q) = (ours_plain.as_ref(), ours_q.as_ref());
+        let q_programs = q.programs.len().to_string();
         let counted = "what /proc/diskstats counts: requests ending with rq_flags IO_STAT";
         let (defines, btf) = (format!("{counted} 0x2000"), format!("{counted} 0x100"));
         let rows = [
-            ("issue", role(plain, "issue"), ["tp_btf/block_rq_issue"; 4]),
+            // The kernel stamps every request on these queues: one program per I/O.
+            ("issue", role(plain, "issue"), ["none"; 4]),
             (
                 "complete",
                 role(plain, "complete"),
                 ["tp_btf/block_rq_complete"; 4],
             ),
             (
+                "stamps",
+                decision(plain, "stamps"),
+                ["the kernel's rq->io_start_time_ns, read at completion"; 4],
+            ),
+            (
+                "-Q stamps",
+                decision(q, "stamps"),
+                ["the kernel's rq->start_time_ns, read at completion"; 4],
+            ),
+            ("-Q programs", q_programs.clone(), ["1"; 4]),
+            (
+                "ours: issue",
+                role(ours_plain, "issue"),
+                ["tp_btf/block_rq_issue"; 4],
+            ),
+            (
                 "q_start",
-                role(q, "-Q start"),
+                role(ours_q, "-Q start"),
                 [
                     "fentry/blk_account_io_start",
                     "tp_btf/block_rq_insert",
@@ -187,6 +219,36 @@ fn syslat_plans_sys_enter_and_sys_exit_on_every_kernel() {
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// A kernel whose queues keep no stamps of their own gets the two-program path, saying why.
+#[test]
+fn queues_without_stamps_get_our_stamps_and_the_issue_program() {
+    let mut k = kernels().pop().unwrap();
+    k.facilities.queue_stats = false;
+    k.facilities.iostats = false;
+    let p = prober(&k);
+    for queued in [false, true] {
+        let opts = BiolatOptions {
+            queued,
+            ..Default::default()
+        };
+        let plan = Biolat::plan(&p, &opts).unwrap();
+        let plan = plan.as_ref();
+        assert_eq!(role(plan, "issue"), "tp_btf/block_rq_issue");
+        let stamps = decision(plan, "stamps");
+        assert!(
+            stamps.starts_with("ours, kept in a map: the kernel's rq->")
+                && stamps.contains("is not kept"),
+            "{stamps}"
+        );
+        let block = BioslowerOptions {
+            queued,
+            ..Default::default()
+        };
+        let block = Bioslower::plan(&p, &block).unwrap();
+        assert_eq!(role(block.as_ref(), "issue"), "tp_btf/block_rq_issue");
+    }
 }
 
 /// Without fentry and kprobes (this host), a submit-stage plan is refused with both reasons.

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use iostack::common::blk::StampChoice;
 use iostack::common::disk::DiskFilter;
 use iostack::common::hist::Unit;
 use iostack::common::runner;
@@ -40,6 +41,11 @@ struct BiolatArgs {
     /// Trace only this disk (a whole disk: sda, nvme0n1, vda, loop0)
     #[arg(short = 'd', long, value_name = "DISK")]
     disk: Option<String>,
+
+    /// Where request starts come from (auto: the kernel's own stamps where the traced queues
+    /// keep them, one program per I/O)
+    #[arg(long, value_enum, default_value_t = StampChoice::Auto)]
+    stamps: StampChoice,
 }
 
 fn main() -> ExitCode {
@@ -51,6 +57,7 @@ fn main() -> ExitCode {
             disk: args.disk.as_deref().map(DiskFilter::parse).transpose()?,
             unit: Unit::from_millis_flag(common.milliseconds),
             explain: common.explain,
+            stamps: args.stamps,
         })
     })
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use iostack::common::blk::StampChoice;
 use iostack::common::cli::{self, usage_error};
 use iostack::common::disk::DiskFilter;
 use iostack::common::error::run_main;
@@ -46,6 +47,10 @@ struct Cli {
     /// What to time: block requests, or bio submission
     #[arg(long, value_enum, default_value_t = Stage::Block)]
     stage: Stage,
+    /// Where request starts come from (auto: the kernel's own stamps where the traced queues
+    /// keep them)
+    #[arg(long, value_enum, default_value_t = StampChoice::Auto)]
+    stamps: StampChoice,
     /// With --stage submit: print the kernel stack where each slow submission waited longest
     #[arg(short = 'K', long = "kernel-stack")]
     kernel_stack: bool,
@@ -80,6 +85,7 @@ fn main() -> ExitCode {
             stage: cli.stage,
             stacks: cli.kernel_stack,
             explain: cli.explain,
+            stamps: cli.stamps,
         };
         let (json, explain, verbose) = (cli.json, cli.explain, cli.verbose);
         runner::events::<Bioslower>(

@@ -12,6 +12,7 @@
 #include "biolat.h"
 
 const volatile __u32 q_start = Q_START_OFF;
+const volatile __u32 stamps = STAMPS_OURS;
 const volatile bool per_disk = false;
 const volatile __u32 flags_mask = 0;
 
@@ -36,17 +37,18 @@ struct {
 	__type(value, struct hist);
 } hists SEC(".maps");
 
-/* keep: leave an earlier start of this life in place (the -Q start, when the request is then
- * issued). */
-static __always_inline int stamp(struct request *rq, bool keep)
+/* Our own stamp, where the kernel's is not used. keep: leave an earlier start of this life in
+ * place (the -Q start, when the request is then issued). */
+static __always_inline int stamp(struct request *rq, bool keep, bool typed)
 {
 	__u64 key = (__u64)rq;
 	__u64 ts, *tsp;
 
-	if (filter_dev && !disk_selected(rq_dev(rq)))
+	if (filter_dev && !disk_selected(rq_dev(rq, typed)))
 		return 0;
 	/* The kernel's own accounting stamp serves -Q; the map is only needed where it is 0. */
-	if (q_start == Q_START_RQ_FIELD && BPF_CORE_READ(rq, start_time_ns))
+	if (q_start == Q_START_RQ_FIELD &&
+	    setup_stamp(rq, IOSTACK_GET(typed, rq, rq_flags), typed))
 		return 0;
 	tsp = bpf_map_lookup_elem(&starts, &key);
 	if (tsp) {
@@ -61,56 +63,78 @@ static __always_inline int stamp(struct request *rq, bool keep)
 }
 
 /* First sighting of a request in -Q mode: overwrite whatever a previous life of it left. */
-static __always_inline int on_queue_start(struct request *rq)
+static __always_inline int on_queue_start(struct request *rq, bool typed)
 {
-	return stamp(rq, false);
+	return stamp(rq, false, typed);
 }
 
-static __always_inline int on_issue(struct request *rq)
+static __always_inline int on_issue(struct request *rq, bool typed)
 {
-	return stamp(rq, q_start != Q_START_OFF);
+	return stamp(rq, q_start != Q_START_OFF, typed);
 }
 
-/* A request is recorded at its first completion event, as bcc biolatency does. nr_bytes == 0:
- * the flush machinery's extra completion of a PREFLUSH write, or an empty flush that was never
- * issued; neither is a lost start. */
-static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
+/* When the request that ends now started: the kernel's stamp, or ours (taken out of the map).
+ * 0 if there is none. */
+static __always_inline __u64 request_start(struct request *rq, __u32 flags, bool typed)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u64 key = (__u64)rq;
-	struct biolat_key hk = {};
-	struct hist *h;
 	__u64 ts = 0, *tsp;
-	__u32 dev = rq_dev(rq);
+
+	if (stamps == STAMPS_KERNEL)
+		return q_start != Q_START_OFF ? queued_stamp(rq, flags, typed) :
+						issue_stamp(rq, flags, typed);
+	if (q_start == Q_START_RQ_FIELD)
+		ts = setup_stamp(rq, flags, typed);
+	if (ts)
+		return ts;
+	tsp = bpf_map_lookup_elem(&starts, &key);
+	if (!tsp)
+		return 0;
+	ts = *tsp;
+	*tsp = 0;
+	return ts;
+}
+
+/* A request is recorded once, when it ends (the completion covering its last bytes). */
+static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool typed)
+{
+	__u32 dev = rq_dev(rq, typed);
+	__u32 flags, cmd, op;
+	struct biolat_key hk = {};
+	enum rq_end kind;
+	struct hist *h;
+	__u64 ts, now;
 
 	if (!disk_selected(dev))
 		return 0;
-	count_seen(rq, nr_bytes, dev);
-	if (q_start == Q_START_RQ_FIELD)
-		ts = BPF_CORE_READ(rq, start_time_ns);
+	flags = IOSTACK_GET(typed, rq, rq_flags);
+	cmd = IOSTACK_GET(typed, rq, cmd_flags);
+	op = cmd & IOSTACK_REQ_OP_MASK;
+	kind = classify(nr_bytes, IOSTACK_GET(typed, rq, __data_len), flags, op);
+	if (kind == COMPLETION_PARTIAL)
+		return 0;
+	count_seen(dev, flags, op);
+	if (kind == COMPLETION_EMPTY)
+		return 0;
+	ts = request_start(rq, flags, typed);
 	if (!ts) {
-		tsp = bpf_map_lookup_elem(&starts, &key);
-		if (!tsp || !*tsp) {
-			if (nr_bytes)
-				count_loss(LOSS_NO_START);
-			return 0;
-		}
-		ts = *tsp;
-		*tsp = 0;
+		count_loss(LOSS_NO_START);
+		return 0;
 	}
+	now = bpf_ktime_get_ns();
 	if (ts > now) {
 		count_loss(LOSS_CLOCK);
 		return 0;
 	}
-
 	hk.gen = hist_gen & 1;
 	if (per_disk)
 		hk.dev = dev;
-	if (flags_mask)
-		hk.flags = BPF_CORE_READ(rq, cmd_flags) & flags_mask;
+	hk.flags = cmd & flags_mask;
 	h = hist_get(&hists, &hk);
+	/* Only this program writes the histograms, and the kernel never runs it nested in itself
+	 * on one CPU (a nested run is skipped, and then shows as unseen): plain adds. */
 	if (h)
-		hist_record(h, now - ts);
+		hist_record_exclusive(h, now - ts);
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 
 const volatile __u64 min_ns = 10 * 1000 * 1000;
 const volatile __u32 q_start = Q_START_OFF;
+const volatile __u32 stamps = STAMPS_OURS;
 /* block_bio_queue(q, bio) and block_split(q, bio, sector) until 5.11; (bio[, sector]) since.
  * Set from BTF by user space; the untaken branch is pruned by the verifier. */
 const volatile bool bio_tp_with_queue = false;
@@ -142,14 +143,14 @@ static __always_inline void track(struct request *rq, __u64 bio, __u64 q_ns, __u
 		count_loss(LOSS_START_FULL);
 }
 
-static __always_inline int on_queue_start(struct request *rq)
+static __always_inline int on_queue_start(struct request *rq, bool typed)
 {
 	__u64 key = (__u64)rq, bio;
 	struct rq_start *s;
 
-	if (filter_dev && !disk_selected(rq_dev(rq)))
+	if (filter_dev && !disk_selected(rq_dev(rq, typed)))
 		return 0;
-	bio = (__u64)BPF_CORE_READ(rq, bio);
+	bio = (__u64)IOSTACK_GET(typed, rq, bio);
 	/* A requeued request is inserted again (from kblockd): the same life, same owner. */
 	s = bpf_map_lookup_elem(&rq_starts, &key);
 	if (s && s->bio == bio)
@@ -158,16 +159,16 @@ static __always_inline int on_queue_start(struct request *rq)
 	return 0;
 }
 
-static __always_inline int on_issue(struct request *rq)
+static __always_inline int on_issue(struct request *rq, bool typed)
 {
 	__u64 key = (__u64)rq;
 	__u64 bio, now;
 	struct rq_start *s;
 
-	if (filter_dev && !disk_selected(rq_dev(rq)))
+	if (filter_dev && !disk_selected(rq_dev(rq, typed)))
 		return 0;
 	now = bpf_ktime_get_ns();
-	bio = (__u64)BPF_CORE_READ(rq, bio);
+	bio = (__u64)IOSTACK_GET(typed, rq, bio);
 	s = bpf_map_lookup_elem(&rq_starts, &key);
 	/* The same life (its -Q start was seen, or it is being issued again after a requeue). */
 	if (s && s->bio == bio) {
@@ -178,71 +179,115 @@ static __always_inline int on_issue(struct request *rq)
 	return 0;
 }
 
-static __always_inline int on_complete(struct request *rq, __u32 nr_bytes)
+/* Our stamps, from the request's life in rq_starts: the start, the issue (0 if not seen) and the
+ * owner. False if there is nothing to report (not tracked, or filtered out). */
+static __always_inline bool our_starts(struct request *rq, __u32 flags, bool typed, __u64 *start,
+				       __u64 *issue, struct owner *who)
 {
 	__u64 key = (__u64)rq;
-	__u64 now, start = 0, issue;
 	struct rq_start *sp, s;
-	struct slow_event *e;
-	__u32 dev = rq_dev(rq);
 
-	if (!disk_selected(dev))
-		return 0;
-	count_seen(rq, nr_bytes, dev);
 	sp = bpf_map_lookup_elem(&rq_starts, &key);
 	if (!sp) {
-		/* nr_bytes == 0: a PREFLUSH write's second completion (from the flush machinery) or
-		 * an empty flush never issued; not a lost start. */
-		if (nr_bytes)
-			count_loss(LOSS_NO_START);
-		return 0;
+		count_loss(LOSS_NO_START);
+		return false;
 	}
-	/* A partial completion: the request goes on; report it when it ends. */
-	if (nr_bytes < BPF_CORE_READ(rq, __data_len))
-		return 0;
 	s = *sp;
 	bpf_map_delete_elem(&rq_starts, &key);
 	if (s.skip)
-		return 0;
-
-	now = bpf_ktime_get_ns();
-	issue = s.issue_ns ? s.issue_ns : now;
+		return false;
+	*issue = s.issue_ns;
+	*who = s.who;
 	if (q_start == Q_START_OFF) {
-		start = s.issue_ns;
+		*start = s.issue_ns;
+		return true;
+	}
+	/* As biolat -Q: the kernel's own accounting stamp where that is the chosen start, else the
+	 * start event; where neither was seen, the stamp, then the issue. */
+	*start = 0;
+	if (q_start == Q_START_RQ_FIELD)
+		*start = setup_stamp(rq, flags, typed);
+	if (!*start)
+		*start = s.q_ns;
+	if (!*start)
+		*start = setup_stamp(rq, flags, typed);
+	if (!*start)
+		*start = s.issue_ns;
+	return true;
+}
+
+/* The kernel's stamps, read now, and the owner of the request's first bio. */
+static __always_inline bool kernel_starts(struct request *rq, __u32 flags, bool typed,
+					  __u64 *start, __u64 *issue, struct owner *who)
+{
+	__u64 bio = (__u64)IOSTACK_GET(typed, rq, bio);
+	struct owner *o = 0;
+
+	*issue = issue_stamp(rq, flags, typed);
+	*start = q_start != Q_START_OFF ? queued_stamp(rq, flags, typed) : *issue;
+	if (bio)
+		o = bpf_map_lookup_elem(&bio_owner, &bio);
+	if (o) {
+		*who = *o;
+		bpf_map_delete_elem(&bio_owner, &bio);
 	} else {
-		/* As biolat -Q: the kernel's own accounting stamp where that is the chosen start,
-		 * else the start event; where neither was seen, the stamp, then the issue. */
-		if (q_start == Q_START_RQ_FIELD)
-			start = BPF_CORE_READ(rq, start_time_ns);
-		if (!start)
-			start = s.q_ns;
-		if (!start)
-			start = BPF_CORE_READ(rq, start_time_ns);
-		if (!start)
-			start = s.issue_ns;
+		/* No bio (a flush request), or queued before tracing began: no submitter known. */
+		__builtin_memset(who, 0, sizeof(*who));
+		who->comm[0] = '?';
+	}
+	return task_selected(who->pid, who->tid, who->comm);
+}
+
+static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool typed)
+{
+	__u32 dev = rq_dev(rq, typed);
+	__u64 now, start = 0, issue = 0;
+	__u32 flags, cmd, op;
+	enum rq_end kind;
+	struct slow_event *e;
+	struct owner who;
+
+	if (!disk_selected(dev))
+		return 0;
+	flags = IOSTACK_GET(typed, rq, rq_flags);
+	cmd = IOSTACK_GET(typed, rq, cmd_flags);
+	op = cmd & IOSTACK_REQ_OP_MASK;
+	kind = classify(nr_bytes, IOSTACK_GET(typed, rq, __data_len), flags, op);
+	/* A partial completion: the request goes on; report it when it ends. */
+	if (kind == COMPLETION_PARTIAL)
+		return 0;
+	count_seen(dev, flags, op);
+	if (kind == COMPLETION_EMPTY)
+		return 0;
+	if (stamps == STAMPS_KERNEL) {
+		if (!kernel_starts(rq, flags, typed, &start, &issue, &who))
+			return 0;
+	} else if (!our_starts(rq, flags, typed, &start, &issue, &who)) {
+		return 0;
 	}
 	if (!start) {
 		count_loss(LOSS_NO_START);
 		return 0;
 	}
+	now = bpf_ktime_get_ns();
 	e = slow_event(start, now);
 	if (!e)
 		return 0;
 	e->queue_ns = (q_start != Q_START_OFF && issue > start) ? issue - start : 0;
 	e->slept_ns = 0;
-	e->sector = BPF_CORE_READ(rq, __sector);
-	e->bytes = BPF_CORE_READ(rq, __data_len);
-	e->pid = s.who.pid;
-	e->tid = s.who.tid;
+	e->sector = IOSTACK_GET(typed, rq, __sector);
+	e->bytes = IOSTACK_GET(typed, rq, __data_len);
+	e->pid = who.pid;
+	e->tid = who.tid;
 	e->dev = dev;
-	e->cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+	e->cmd_flags = cmd;
 	e->stack_id = -1;
-	__builtin_memcpy(e->comm, s.who.comm, sizeof(e->comm));
+	__builtin_memcpy(e->comm, who.comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
 
-static __always_inline int bio_queue_args(__u64 *args)
+static __always_inline int bio_queue_args(__u64 *args, bool typed)
 {
 	return remember_owner(bio_tp_bio(args));
 }

@@ -184,7 +184,7 @@ int sys_exit_raw(struct bpf_raw_tracepoint_args *ctx)
 	return on_exit(BPF_CORE_READ(regs, orig_ax), ctx->args[1]);
 }
 
-static __always_inline int task_exit_args(__u64 *args)
+static __always_inline int task_exit_args(__u64 *args, bool typed)
 {
 	return on_task_exit();
 }

@@ -10,7 +10,7 @@ use crate::common::hooks::{
     plan_function, tracepoint_flavor, twin, FunctionHook, FunctionPrograms,
 };
 use crate::common::plan::{AttachPlan, Flavor};
-use crate::common::prober::Prober;
+use crate::common::prober::{KernelStamp, Prober};
 
 /// Where `-Q` starts the clock; values match `enum q_start` in `src/bpf/lib/blk.bpf.h`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,20 +24,77 @@ pub enum QueueStart {
     RqField = 2,
 }
 
+/// Where a request's start comes from; values match `enum stamps` in `src/bpf/lib/blk.bpf.h`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Stamps {
+    /// Ours, taken at a tracepoint (block_rq_issue, or the -Q start) and kept in a map: two
+    /// programs per I/O.
+    Ours = 0,
+    /// The kernel's own, read from the request at completion: one program per I/O.
+    Kernel = 1,
+}
+
+/// `--stamps`: let the planner choose per the traced queues, or force a source.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum StampChoice {
+    /// The kernel's stamps where every traced queue keeps them, ours otherwise
+    #[default]
+    Auto,
+    /// Read rq->io_start_time_ns (rq->start_time_ns with -Q) at completion
+    Kernel,
+    /// Stamp at block_rq_issue (or the -Q start) and keep the stamps in a map
+    Ours,
+}
+
 pub struct BlockHooks {
     pub plan: AttachPlan,
     /// block_rq_insert/issue take only the request (5.11+, and 5.10.137+ by backport).
     pub single_arg: bool,
     pub queue_start: QueueStart,
+    pub stamps: Stamps,
+}
+
+/// Which stamps to read, and why: the kernel's where the traced queues keep them.
+fn choose_stamps(
+    prober: &Prober,
+    queued: bool,
+    disk: Option<&str>,
+    choice: StampChoice,
+) -> (Stamps, String) {
+    let stamp = if queued {
+        KernelStamp::Setup
+    } else {
+        KernelStamp::Issue
+    };
+    let field = format!("rq->{}", stamp.field());
+    match (choice, prober.kernel_stamp(stamp, disk)) {
+        (StampChoice::Ours, _) => (Stamps::Ours, "ours, as --stamps ours asks".into()),
+        (StampChoice::Kernel, Ok(why)) | (StampChoice::Auto, Ok(why)) => (
+            Stamps::Kernel,
+            format!("the kernel's {field}, read at completion ({why}): one program per I/O"),
+        ),
+        (StampChoice::Kernel, Err(why)) => (
+            Stamps::Kernel,
+            format!("the kernel's {field}, as --stamps kernel asks ({why}: requests without it are counted as no_start)"),
+        ),
+        (StampChoice::Auto, Err(why)) => (
+            Stamps::Ours,
+            format!("ours, kept in a map: the kernel's {field} is not kept ({why})"),
+        ),
+    }
 }
 
 /// Plans the block tracepoints; with `queued` the `-Q` start is planned and loaded, with only
-/// `describe_queued` it is worked out for `--explain` but not loaded.
+/// `describe_queued` it is worked out for `--explain` but not loaded. Where the kernel stamps
+/// the traced queues' requests itself, only the completion is hooked.
 pub fn plan_block_hooks(
     prober: &Prober,
     tool: &'static str,
     queued: bool,
     describe_queued: bool,
+    disk: Option<&str>,
+    choice: StampChoice,
 ) -> Result<BlockHooks> {
     for tp in ["block_rq_issue", "block_rq_complete"] {
         if !prober.has_tracepoint("block", tp) {
@@ -46,13 +103,16 @@ pub fn plan_block_hooks(
     }
     let mut plan = AttachPlan::new(tool);
     let (flavor, why) = tracepoint_flavor(prober, "block_rq_issue");
-    plan.add(
-        "issue",
-        twin(flavor, "issue_btf", "issue_raw"),
-        flavor,
-        "block_rq_issue",
-        why.clone(),
-    );
+    let (stamps, stamps_why) = choose_stamps(prober, queued, disk, choice);
+    if stamps == Stamps::Ours {
+        plan.add(
+            "issue",
+            twin(flavor, "issue_btf", "issue_raw"),
+            flavor,
+            "block_rq_issue",
+            why.clone(),
+        );
+    }
     plan.add(
         "complete",
         twin(flavor, "complete_btf", "complete_raw"),
@@ -81,8 +141,12 @@ pub fn plan_block_hooks(
         },
     );
 
+    plan.decide("stamps", stamps_why);
+
     let mut queue_start = QueueStart::Off;
-    if queued || describe_queued {
+    if queued && stamps == Stamps::Kernel {
+        queue_start = QueueStart::RqField;
+    } else if queued || describe_queued {
         let mut q_plan = AttachPlan::new(tool);
         let start = plan_queue_start(prober, flavor, &mut q_plan);
         if queued {
@@ -101,6 +165,7 @@ pub fn plan_block_hooks(
         plan,
         single_arg,
         queue_start,
+        stamps,
     })
 }
 
@@ -160,7 +225,7 @@ pub fn plan_bio_owner(prober: &Prober, plan: &mut AttachPlan) -> Result<bool> {
             plan.tool
         ));
     }
-    let flavor = if plan.uses("issue_btf") {
+    let flavor = if plan.uses("complete_btf") {
         Flavor::TpBtf
     } else {
         Flavor::RawTp
@@ -287,48 +352,63 @@ pub fn request_map_entries() -> u32 {
     (request_structures() * 5 / 4).clamp(16384, 1 << 20) as u32
 }
 
-/// Which completed requests /proc/diskstats counts (`src/bpf/io_seen.bpf.h`):
+/// Which completed requests /proc/diskstats counts (`src/bpf/lib/io_seen.bpf.h`):
 /// - a request when it ends, with `RQF_IO_STAT` set and `RQF_FLUSH_SEQ` clear
 ///   (blk_account_io_done);
 /// - the flush machinery's own flush request (`RQF_FLUSH_SEQ`, op `REQ_OP_FLUSH`) when it ends:
 ///   that is where the `flushes` column is counted (blk_account_io_flush), not on the requests
 ///   that asked for the flush.
 ///
+/// The same bits tell whether the kernel's own stamps on a request are fresh: `RQF_STATS` is set
+/// with `io_start_time_ns`, `RQF_IO_STAT` with `start_time_ns` (a request without the flag may
+/// carry a stale stamp from an earlier life: seen on 6.18 with iostats off).
+///
 /// The bits come from this kernel's BTF (an enum since 6.10, anonymous before `enum rqf_flags`);
-/// older kernels #define them (RQF_FLUSH_SEQ 1 << 4, RQF_IO_STAT 1 << 13, unchanged from 4.x to
-/// 6.9) and also set RQF_IO_STAT on passthrough requests, which they leave out of the statistics.
+/// older kernels #define them (RQF_FLUSH_SEQ 1 << 4, RQF_IO_STAT 1 << 13, RQF_STATS 1 << 17,
+/// unchanged from 4.x to 6.9) and also set RQF_IO_STAT on passthrough requests, which they leave
+/// out of the statistics.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AccountedRequests {
+pub struct RequestBits {
     pub io_stat: u32,
     pub flush_seq: u32,
+    /// RQF_STATS: set with `io_start_time_ns` when the kernel stamps the issue.
+    pub stats: u32,
     pub flush_op: u32,
     pub skip_passthrough: u32,
 }
 
-// SAFETY: u32s; any bit pattern is valid. Mirrors `struct io_seen_config`
+// SAFETY: u32s; any bit pattern is valid. Mirrors `struct rq_bits`
 // (src/bpf/lib/io_seen.bpf.h).
-unsafe impl plain::Plain for AccountedRequests {}
+unsafe impl plain::Plain for RequestBits {}
 
-impl AccountedRequests {
-    pub fn from_btf(prober: &Prober) -> AccountedRequests {
+impl RequestBits {
+    pub fn from_btf(prober: &Prober) -> RequestBits {
         let bit = |name: &str| prober.enumerator(name).and_then(|v| u32::try_from(v).ok());
         let flush_op = prober
             .enumerator("REQ_OP_FLUSH")
             .and_then(|v| u32::try_from(v).ok())
             .unwrap_or(2);
-        match (bit("__RQF_IO_STAT"), bit("__RQF_FLUSH_SEQ")) {
-            (Some(io_stat), Some(flush_seq)) if io_stat < 32 && flush_seq < 32 => {
-                AccountedRequests {
+        match (
+            bit("__RQF_IO_STAT"),
+            bit("__RQF_FLUSH_SEQ"),
+            bit("__RQF_STATS"),
+        ) {
+            (Some(io_stat), Some(flush_seq), Some(stats))
+                if io_stat < 32 && flush_seq < 32 && stats < 32 =>
+            {
+                RequestBits {
                     io_stat: 1 << io_stat,
                     flush_seq: 1 << flush_seq,
+                    stats: 1 << stats,
                     flush_op,
                     skip_passthrough: 0,
                 }
             }
-            _ => AccountedRequests {
+            _ => RequestBits {
                 io_stat: 1 << 13,
                 flush_seq: 1 << 4,
+                stats: 1 << 17,
                 flush_op,
                 skip_passthrough: 1,
             },

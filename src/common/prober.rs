@@ -36,6 +36,31 @@ pub struct Facilities {
     pub fentry: bool,
     /// kprobes exist (CONFIG_KPROBES).
     pub kprobes: bool,
+    /// Its disks' queues gather I/O statistics (writeback throttling on): the kernel stamps
+    /// `rq->io_start_time_ns` when it issues a request.
+    pub queue_stats: bool,
+    /// Its disks keep iostats: the kernel stamps `rq->start_time_ns` when it sets up a request.
+    pub iostats: bool,
+}
+
+/// A stamp the kernel may put on a request itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelStamp {
+    /// `rq->io_start_time_ns`: set by blk_mq_start_request, right after block_rq_issue, on
+    /// queues with QUEUE_FLAG_STATS (writeback throttling, or another statistics user).
+    Issue,
+    /// `rq->start_time_ns`: set when the request is set up, if iostats is on (or a scheduler
+    /// needs it); what /proc/diskstats' times and iostat's await are computed from.
+    Setup,
+}
+
+impl KernelStamp {
+    pub fn field(self) -> &'static str {
+        match self {
+            KernelStamp::Issue => "io_start_time_ns",
+            KernelStamp::Setup => "start_time_ns",
+        }
+    }
 }
 
 /// Where the answers come from.
@@ -287,6 +312,52 @@ impl Prober {
         trial(Trial::Kprobe, function)
     }
 
+    /// Whether every queue traced (one disk, or every request-based disk) carries this stamp on
+    /// its requests; Ok with the disks, or Err with the reason. From sysfs: a queue with
+    /// writeback throttling attached (`queue/wbt_lat_usec` readable, even as 0: the statistics
+    /// callback stays) has QUEUE_FLAG_STATS; `queue/iostats` is 1 where start_time_ns is kept.
+    /// The BPF side checks every request again: one that lacks the stamp is a counted loss.
+    pub fn kernel_stamp(&self, stamp: KernelStamp, disk: Option<&str>) -> Result<String, String> {
+        let field = stamp.field();
+        if !self.struct_has_field("request", field) {
+            return Err(format!("struct request has no {field}"));
+        }
+        if let Some(f) = self.facilities() {
+            let kept = match stamp {
+                KernelStamp::Issue => f.queue_stats,
+                KernelStamp::Setup => f.iostats,
+            };
+            return match kept {
+                true => Ok("its queues keep it (described)".into()),
+                false => Err("its queues do not keep it (described)".into()),
+            };
+        }
+        let disks: Vec<String> = match disk {
+            Some(d) => vec![d.to_string()],
+            None => request_disks(),
+        };
+        let lacking: Vec<&str> = disks
+            .iter()
+            .filter(|d| {
+                let q = Path::new("/sys/block").join(d).join("queue");
+                match stamp {
+                    KernelStamp::Issue => fs::read_to_string(q.join("wbt_lat_usec")).is_err(),
+                    KernelStamp::Setup => read_trimmed(q.join("iostats")).as_deref() != Some("1"),
+                }
+            })
+            .map(String::as_str)
+            .collect();
+        let why = match stamp {
+            KernelStamp::Issue => "queue statistics (writeback throttling)",
+            KernelStamp::Setup => "iostats",
+        };
+        if lacking.is_empty() {
+            Ok(format!("{why} on {}", disks.join(", ")))
+        } else {
+            Err(format!("no {why} on {}", lacking.join(", ")))
+        }
+    }
+
     /// Number of arguments a function takes, from its BTF prototype (vmlinux only).
     pub fn function_arity(&self, name: &str) -> Option<usize> {
         let func = self.btf.type_by_name::<libbpf_rs::btf::types::Func>(name)?;
@@ -314,6 +385,21 @@ impl Prober {
         });
         facts
     }
+}
+
+/// Whole disks with request queues (bio-based ones such as zram and device-mapper emit no
+/// request events), sorted.
+pub fn request_disks() -> Vec<String> {
+    let mut disks: Vec<String> = fs::read_dir("/sys/block")
+        .map(|dir| {
+            dir.flatten()
+                .filter(|e| e.path().join("mq").is_dir())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    disks.sort();
+    disks
 }
 
 /// /proc/kallsyms lists a text (function) symbol of this name.

@@ -4,7 +4,9 @@
 
 use anyhow::{Context, Result};
 
-use crate::common::blk::{plan_block_hooks, request_map_entries, AccountedRequests, BlockHooks};
+use crate::common::blk::{
+    plan_block_hooks, request_map_entries, BlockHooks, RequestBits, StampChoice,
+};
 use crate::common::disk::{DiskFilter, DiskNames};
 use crate::common::hist::Unit;
 use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
@@ -24,7 +26,7 @@ use skel::{types, BiolatSkel, BiolatSkelBuilder};
 
 // SAFETY: repr(C) structs of integers; any bit pattern is valid.
 unsafe impl plain::Plain for types::biolat_key {}
-unsafe impl plain::Plain for types::io_seen_config {}
+unsafe impl plain::Plain for types::rq_bits {}
 
 /// What biolat is asked for.
 #[derive(Clone, Debug, Default)]
@@ -40,13 +42,15 @@ pub struct BiolatOptions {
     pub unit: Unit,
     /// `--explain`: also describe the `-Q` start that would be used.
     pub explain: bool,
+    /// `--stamps`: where request starts come from.
+    pub stamps: StampChoice,
 }
 
 /// biolat's plan: the block hooks, and how to read requests on this kernel.
 pub struct BiolatPlan {
     hooks: BlockHooks,
     flags: Option<RequestFlags>,
-    accounted: AccountedRequests,
+    accounted: RequestBits,
 }
 
 impl AsRef<AttachPlan> for BiolatPlan {
@@ -80,8 +84,16 @@ impl Tool for Biolat {
     type Plan = BiolatPlan;
 
     fn plan(prober: &Prober, opts: &BiolatOptions) -> Result<BiolatPlan> {
-        let mut hooks = plan_block_hooks(prober, Self::NAME, opts.queued, opts.explain)?;
-        let accounted = AccountedRequests::from_btf(prober);
+        let disk = opts.disk.as_ref().map(|d| d.name.as_str());
+        let mut hooks = plan_block_hooks(
+            prober,
+            Self::NAME,
+            opts.queued,
+            opts.explain,
+            disk,
+            opts.stamps,
+        )?;
+        let accounted = RequestBits::from_btf(prober);
         hooks.plan.decide("counted", accounted.describe());
         let flags = match opts.per_flags {
             true => Some(
@@ -105,14 +117,11 @@ impl Tool for Biolat {
             rodata.unit_lg = opts.unit.lg();
             rodata.rq_tp_single_arg = hooks.single_arg;
             rodata.q_start = hooks.queue_start as u32;
+            rodata.stamps = hooks.stamps as u32;
             rodata.filter_dev = opts.disk.as_ref().map_or(0, |f| f.dev);
             rodata.per_disk = opts.per_disk;
             rodata.flags_mask = flags.as_ref().map_or(0, |f| f.mask());
-            copy_struct(
-                "io_seen_config",
-                &mut rodata.io_seen_config,
-                &plan.accounted,
-            )?;
+            copy_struct("rq_bits", &mut rodata.rq_bits, &plan.accounted)?;
             open.maps.starts.set_max_entries(request_map_entries())?;
             Ok(())
         })?;

@@ -8,7 +8,8 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 
 use crate::common::blk::{
-    plan_bio_owner, plan_block_hooks, plan_submit_hooks, AccountedRequests, QueueStart,
+    plan_bio_owner, plan_block_hooks, plan_submit_hooks, QueueStart, RequestBits, StampChoice,
+    Stamps,
 };
 use crate::common::disk::{DiskFilter, DiskNames};
 use crate::common::events::EventQueue;
@@ -33,7 +34,7 @@ use skel::{types, BioslowerSkel, BioslowerSkelBuilder};
 // SAFETY: repr(C) structs of integers and bytes; any bit pattern is valid.
 unsafe impl plain::Plain for types::slow_event {}
 unsafe impl plain::Plain for types::task_filter {}
-unsafe impl plain::Plain for types::io_seen_config {}
+unsafe impl plain::Plain for types::rq_bits {}
 
 /// Ring buffer for slow events: 8 MiB holds ~100k events, a second of slack at 100k/s.
 const RINGBUF_BYTES: u32 = 8 << 20;
@@ -73,15 +74,18 @@ pub struct BioslowerOptions {
     pub stacks: bool,
     /// `--explain`: also describe the `-Q` start that would be used.
     pub explain: bool,
+    /// `--stamps`: where request starts come from.
+    pub stamps: StampChoice,
 }
 
 /// bioslower's plan and the settings that go with it.
 pub struct BioslowerPlan {
     plan: AttachPlan,
     queue_start: QueueStart,
+    stamps: Stamps,
     rq_single_arg: bool,
     bio_with_queue: bool,
-    accounted: AccountedRequests,
+    accounted: RequestBits,
     flags: RequestFlags,
 }
 
@@ -128,18 +132,27 @@ impl Tool for Bioslower {
     type Plan = BioslowerPlan;
 
     fn plan(prober: &Prober, opts: &BioslowerOptions) -> Result<BioslowerPlan> {
-        let accounted = AccountedRequests::from_btf(prober);
+        let accounted = RequestBits::from_btf(prober);
         let flags = RequestFlags::from_btf(prober).context(
             "this kernel's BTF has no req_op/req_flag_bits enums, needed to decode the T column",
         )?;
         Ok(match opts.stage {
             Stage::Block => {
-                let mut hooks = plan_block_hooks(prober, Self::NAME, opts.queued, opts.explain)?;
+                let disk = opts.disk.as_ref().map(|d| d.name.as_str());
+                let mut hooks = plan_block_hooks(
+                    prober,
+                    Self::NAME,
+                    opts.queued,
+                    opts.explain,
+                    disk,
+                    opts.stamps,
+                )?;
                 let bio_with_queue = plan_bio_owner(prober, &mut hooks.plan)?;
                 hooks.plan.decide("counted", accounted.describe());
                 BioslowerPlan {
                     plan: hooks.plan,
                     queue_start: hooks.queue_start,
+                    stamps: hooks.stamps,
                     rq_single_arg: hooks.single_arg,
                     bio_with_queue,
                     accounted,
@@ -149,6 +162,7 @@ impl Tool for Bioslower {
             Stage::Submit => BioslowerPlan {
                 plan: plan_submit_hooks(prober, Self::NAME, opts.stacks)?.plan,
                 queue_start: QueueStart::Off,
+                stamps: Stamps::Ours,
                 rq_single_arg: true,
                 bio_with_queue: false,
                 accounted,
@@ -162,11 +176,12 @@ impl Tool for Bioslower {
             let rodata = mapped(open.maps.rodata_data.as_deref_mut(), "bioslower's .rodata")?;
             rodata.min_ns = opts.min_ns;
             rodata.q_start = p.queue_start as u32;
+            rodata.stamps = p.stamps as u32;
             rodata.rq_tp_single_arg = p.rq_single_arg;
             rodata.bio_tp_with_queue = p.bio_with_queue;
             rodata.filter_dev = opts.disk.as_ref().map_or(0, |d| d.dev);
             copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
-            copy_struct("io_seen_config", &mut rodata.io_seen_config, &p.accounted)?;
+            copy_struct("rq_bits", &mut rodata.rq_bits, &p.accounted)?;
             rodata.want_stack = opts.stacks;
             open.maps.events.set_max_entries(RINGBUF_BYTES)?;
             let stack_entries = if opts.stacks { STACK_ENTRIES } else { 1 };

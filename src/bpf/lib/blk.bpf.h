@@ -11,6 +11,33 @@ enum q_start {
 	Q_START_RQ_FIELD = 2,  /* rq->start_time_ns at completion; block_rq_insert/issue when it is 0 */
 };
 
+/* Where a request's start comes from (src/common/blk.rs, Stamps): the kernel's own stamp, read
+ * at completion (rq->io_start_time_ns, set by blk_mq_start_request on queues that gather I/O
+ * statistics; rq->start_time_ns for -Q, set when the request is set up if iostats is on), or a
+ * stamp of ours taken at a tracepoint and kept in a map. */
+enum stamps {
+	STAMPS_OURS = 0,
+	STAMPS_KERNEL = 1,
+};
+
+/* How a completion counts (block_rq_complete(rq, error, nr_bytes) fires in blk_update_request,
+ * before the bytes are accounted). */
+enum rq_end {
+	COMPLETION_PARTIAL,  /* bytes remain: the request goes on (and may be requeued) */
+	COMPLETION_ENDS,     /* the request ends here, with data or as the flush machinery's flush */
+	COMPLETION_EMPTY,    /* a zero-byte end whose I/O was already seen (a PREFLUSH write's
+			      * data step) or never issued (an empty flush the machinery served) */
+};
+
+/* REQ_OP_MASK; REQ_OP_FLUSH and RQF_FLUSH_SEQ come from user space (lib/io_seen.bpf.h). */
+#define IOSTACK_REQ_OP_MASK 0xff
+
+/* A field of a kernel struct: a plain load where the pointer is typed for the verifier (tp_btf
+ * and fentry arguments, and pointers read from them), bpf_probe_read_kernel otherwise (raw_tp,
+ * kprobe). `typed` is a constant in each program, so each keeps one of the two. A helper call
+ * costs tens of ns with retpolines; biolat reads 8 fields per I/O. */
+#define IOSTACK_GET(typed, ptr, field) ((typed) ? (ptr)->field : BPF_CORE_READ(ptr, field))
+
 /* The field as it was before it moved to the request queue. */
 struct request___with_rq_disk {
 	struct gendisk *rq_disk;
@@ -19,22 +46,24 @@ struct request___with_rq_disk {
 /* Kernel-internal dev_t (major << 20 | minor), as user space computes it from sysfs. */
 #define IOSTACK_MKDEV(ma, mi) (((__u32)(ma) << 20) | (__u32)(mi))
 
-static __always_inline struct gendisk *rq_gendisk(struct request *rq)
+static __always_inline struct gendisk *rq_gendisk(struct request *rq, bool typed)
 {
 	struct request___with_rq_disk *old = (void *)rq;
 
 	if (bpf_core_field_exists(old->rq_disk))
-		return BPF_CORE_READ(old, rq_disk);
+		return IOSTACK_GET(typed, old, rq_disk);
+	if (typed)
+		return rq->q->disk;
 	return BPF_CORE_READ(rq, q, disk);
 }
 
-static __always_inline __u32 rq_dev(struct request *rq)
+static __always_inline __u32 rq_dev(struct request *rq, bool typed)
 {
-	struct gendisk *disk = rq_gendisk(rq);
+	struct gendisk *disk = rq_gendisk(rq, typed);
 
 	if (!disk)
 		return 0;
-	return IOSTACK_MKDEV(BPF_CORE_READ(disk, major), BPF_CORE_READ(disk, first_minor));
+	return IOSTACK_MKDEV(IOSTACK_GET(typed, disk, major), IOSTACK_GET(typed, disk, first_minor));
 }
 
 /* block_rq_insert/issue lost their request_queue argument in 5.11 (a54895fa, also backported to

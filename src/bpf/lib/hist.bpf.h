@@ -81,9 +81,9 @@ static __always_inline __u64 hist_slot(__u64 delta_ns, __u32 h)
 	return slot < HIST_LOG2_SLOTS ? slot : HIST_LOG2_SLOTS - 1;
 }
 
-/* For a program that never runs concurrently with itself on one CPU (e.g. sys_exit: never in
- * IRQ context; the kernel skips, and counts as a miss, any nested run of the same program), on
- * a per-CPU value: plain adds, no lock prefix. */
+/* Record a latency in a per-CPU histogram that only one program writes: the kernel never runs a
+ * program nested in itself on one CPU (it skips the nested run and counts a recursion miss), so
+ * plain adds suffice, no lock prefix. */
 static __always_inline void hist_record_exclusive(struct hist *h, __u64 delta_ns)
 {
 	__u32 lg = log2_u64(delta_ns);
@@ -98,30 +98,6 @@ static __always_inline void hist_record_exclusive(struct hist *h, __u64 delta_ns
 	barrier_var(fine);
 	if (fine < HIST_FINE_BUCKETS)
 		h->fine[fine]++;
-	if (delta_ns > h->max_ns)
-		h->max_ns = delta_ns;
-}
-
-/* Values are per CPU, but a completion in IRQ context can interrupt one in task context on the
- * same CPU, so counters use atomic adds (uncontended, hence cheap). max is best effort. */
-static __always_inline void hist_record(struct hist *h, __u64 delta_ns)
-{
-	/* 64-bit indexes: no zero-extension between the bounds check and the access. */
-	__u32 lg = log2_u64(delta_ns);
-	__u64 slot = unit_log2(delta_ns, lg);
-	__u64 fine = fine_bucket_h(delta_ns, lg);
-
-	/* barrier_var: make the compiler bounds-check the very register it indexes with; older
-	 * verifiers (5.10, 6.1) cannot tie a check on a copy back to the access. */
-	barrier_var(slot);
-	if (slot >= HIST_LOG2_SLOTS)
-		slot = HIST_LOG2_SLOTS - 1;
-	__sync_fetch_and_add(&h->count, 1);
-	__sync_fetch_and_add(&h->sum_ns, delta_ns);
-	__sync_fetch_and_add(&h->slots[slot], 1);
-	barrier_var(fine);
-	if (fine < HIST_FINE_BUCKETS)
-		__sync_fetch_and_add(&h->fine[fine], 1);
 	if (delta_ns > h->max_ns)
 		h->max_ns = delta_ns;
 }

@@ -16,19 +16,22 @@
 #ifndef IOSTACK_IO_SEEN_BPF_H
 #define IOSTACK_IO_SEEN_BPF_H
 
+#include "lib/blk.bpf.h"
+
 /* rq->rq_flags bits and the flush op, from this kernel's BTF or the constants of kernels that
- * still #define them (user space decides: src/common/blk.rs, AccountedRequests, which mirrors
- * this struct). */
-struct io_seen_config {
-	__u32 io_stat;          /* RQF_IO_STAT */
+ * still #define them (user space decides: src/common/blk.rs, RequestBits, which mirrors this
+ * struct). */
+struct rq_bits {
+	__u32 io_stat;          /* RQF_IO_STAT: counted in /proc/diskstats; start_time_ns stamped */
 	__u32 flush_seq;        /* RQF_FLUSH_SEQ */
+	__u32 stats;            /* RQF_STATS: io_start_time_ns stamped at issue */
 	__u32 flush_op;         /* REQ_OP_FLUSH */
 	/* Kernels before the __RQF_* enum set RQF_IO_STAT on passthrough requests too, and skip
 	 * them when accounting. */
 	__u32 skip_passthrough;
 };
 
-const volatile struct io_seen_config io_seen_config = { .flush_op = 2 };
+const volatile struct rq_bits rq_bits = { .flush_op = 2 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -38,32 +41,65 @@ struct {
 } io_seen SEC(".maps");
 
 /* REQ_OP_SCSI_IN/OUT (5.10) and REQ_OP_DRV_IN/OUT: passthrough requests. */
-#define IOSTACK_REQ_OP_MASK 0xff
 #define IOSTACK_REQ_OP_FIRST_PASSTHROUGH 32
 #define IOSTACK_REQ_OP_LAST_PASSTHROUGH 35
 
-/* Called by a block_rq_complete program for every completion on a disk it watches. The count is
- * per CPU and only this program writes it; the kernel never runs one program nested in itself
- * on a CPU, so a plain increment is enough. */
-static __always_inline void count_seen(struct request *rq, __u32 nr_bytes, __u32 dev)
+/* The kernel's own stamps on a request, 0 where it did not stamp this life of the request: a
+ * stamp is fresh only with the flag set together with it (without it the field may hold a stale
+ * value from an earlier life; seen on 6.18 with iostats off). */
+static __always_inline __u64 issue_stamp(struct request *rq, __u32 flags, bool typed)
+{
+	return (flags & rq_bits.stats) ? IOSTACK_GET(typed, rq, io_start_time_ns) : 0;
+}
+
+static __always_inline __u64 setup_stamp(struct request *rq, __u32 flags, bool typed)
+{
+	return (flags & rq_bits.io_stat) ? IOSTACK_GET(typed, rq, start_time_ns) : 0;
+}
+
+/* -Q's start from the kernel's stamps: the setup stamp, or the issue stamp where that is older.
+ * Since 6.9 blk_time_get_ns() returns a time cached per plug, so the issue stamp can predate the
+ * setup stamp by a few hundred ns (measured: examples/stamp_skew); taking the earlier keeps -Q at
+ * least as long as plain mode for every I/O. 0 (a lost start, counted) without a setup stamp. */
+static __always_inline __u64 queued_stamp(struct request *rq, __u32 flags, bool typed)
+{
+	__u64 setup = setup_stamp(rq, flags, typed), issue = issue_stamp(rq, flags, typed);
+
+	if (!setup)
+		return 0;
+	return issue && issue < setup ? issue : setup;
+}
+
+/* What a completion is, from block_rq_complete's nr_bytes and the request as it is then. The
+ * flush machinery's own flush request carries no data but is issued to the device: it ends with
+ * zero bytes and is an I/O of its own. */
+static __always_inline enum rq_end classify(__u32 nr_bytes, __u32 data_len, __u32 flags,
+						 __u32 op)
+{
+	if (nr_bytes < data_len)
+		return COMPLETION_PARTIAL;
+	if (nr_bytes || ((flags & rq_bits.flush_seq) && op == rq_bits.flush_op))
+		return COMPLETION_ENDS;
+	return COMPLETION_EMPTY;
+}
+
+/* Called by a block_rq_complete program for every completion that is not partial, on a disk it
+ * watches. The count is per CPU and only this program writes it; the kernel never runs one
+ * program nested in itself on a CPU, so a plain increment is enough. */
+static __always_inline void count_seen(__u32 dev, __u32 flags, __u32 op)
 {
 	__u64 one = 1, *n;
-	__u32 flags, op;
 
-	if (nr_bytes < BPF_CORE_READ(rq, __data_len))
-		return;
-	flags = BPF_CORE_READ(rq, rq_flags);
-	op = BPF_CORE_READ(rq, cmd_flags) & IOSTACK_REQ_OP_MASK;
-	if (flags & io_seen_config.flush_seq) {
+	if (flags & rq_bits.flush_seq) {
 		/* Inside the flush machinery: only its own flush request is counted (as a flush,
 		 * by blk_account_io_flush); the request that asked for it is counted when the
 		 * machinery gives it back, FLUSH_SEQ cleared. */
-		if (op != io_seen_config.flush_op)
+		if (op != rq_bits.flush_op)
 			return;
 	} else {
-		if (!(flags & io_seen_config.io_stat))
+		if (!(flags & rq_bits.io_stat))
 			return;
-		if (io_seen_config.skip_passthrough && op >= IOSTACK_REQ_OP_FIRST_PASSTHROUGH &&
+		if (rq_bits.skip_passthrough && op >= IOSTACK_REQ_OP_FIRST_PASSTHROUGH &&
 		    op <= IOSTACK_REQ_OP_LAST_PASSTHROUGH)
 			return;
 	}

@@ -18,8 +18,10 @@ at=$(scratch_block)
 
 tool_run explain --explain
 rc_plain=$?
-tool_run explain_q -Q --explain
+# -Q's start hook, as used where the kernel does not stamp requests itself (--stamps ours).
+tool_run explain_q -Q --stamps ours --explain
 rc_q=$?
+tool_run explain_qk -Q --explain
 if [ "$rc_plain" -eq 0 ] && [ "$rc_q" -eq 0 ] &&
   grep -q '^loaded and attached: ok' "$(out_of explain)" &&
   grep -q '^loaded and attached: ok' "$(out_of explain_q)"; then
@@ -36,6 +38,11 @@ path complete "$(plan explain_q complete)"
 path q_start "${q_start:-none}"
 path rq_args "$(awk '$1 == "rq" && $2 == "args" { print ($4 == "pass" ? $5 : "unknown"); exit }' "$(out_of explain)")"
 path disk "$(plan explain disk)"
+# Which start each mode reads here: the kernel's own stamp on the request (one program per I/O),
+# or ours.
+stamps_of() { awk '$1 == "stamps" { if ($2 == "ours,") print "ours"; else { sub(/,$/, "", $4); print "kernel:" $4 }; exit }' "$(out_of "$1")"; }
+path stamps "$(stamps_of explain)"
+path q_stamps "$(stamps_of explain_qk)"
 path counted "$(awk '$1 == "counted" { print (index($0, "#defines") ? "rq_flags-#defines" : "rq_flags-from-BTF"); exit }' "$(out_of explain)")"
 path fentry "$(awk '$1 == "fentry/fexit:" { print $2; exit }' "$(out_of explain)")"
 path kprobes "$(awk '$1 == "kprobes:" { print $2; exit }' "$(out_of explain)")"
@@ -78,13 +85,17 @@ esac
 # touches the fast disk, so every count must equal the I/Os we issued.
 
 started=""
-# Started together (loading is slow under TCG), then each awaited.
+# plain is attached first, so its completion program runs before the others' and its end stamp
+# is never the later one: both modes may read the same kernel stamp, and -Q >= plain must then
+# come from the starts alone. The rest start together (loading is slow under TCG).
 tool_spawn plain -d "$fast" -j
+tool_wait_ready plain
 tool_spawn queued -Q -d "$fast" -j
 tool_spawn flags -F -d "$fast" -j
 tool_spawn disks -D -j
 tool_spawn text -d "$fast"
-for t in plain queued flags disks text; do
+if pid_alive "$(cat "$IOSTACK_WORK/plain.pid")"; then started="plain"; fi
+for t in queued flags disks text; do
   if tool_wait_ready "$t"; then started="$started $t"; fi
 done
 
@@ -192,6 +203,63 @@ else
   fail text "$why"
 fi
 
+# --- stamps: our own where the kernel's are not used, through the same exact count ---------
+# With iostats off the kernel keeps no setup stamp, so -Q falls back to our stamps (decided from
+# the queue, shown by --explain); plain mode is run with --stamps ours. Both must count exactly
+# the I/Os we cause, as the kernel-stamp runs above did.
+
+iostats="/sys/block/$fast/queue/iostats"
+if [ ! -w "$iostats" ]; then
+  na fallback "no writable $iostats"
+else
+  echo 0 >"$iostats"
+  tool_run explain_fb -Q -d "$fast" --explain
+  fb_stamps=$(stamps_of explain_fb)
+  tool_spawn fb_q -Q -d "$fast" -j
+  tool_spawn fb_plain --stamps ours -d "$fast" -j
+  tool_wait_ready fb_q
+  tool_wait_ready fb_plain
+  before=$(disk_ios "$fast")
+  dd_write "$fast" "$N" "$at"
+  after=$(disk_ios "$fast")
+  tool_stop fb_q
+  rc_q=$?
+  tool_stop fb_plain
+  rc_p=$?
+  echo 1 >"$iostats"
+  nq=$(($(json_total "$(out_of fb_q)") + $(json_unseen "$(out_of fb_q)")))
+  np=$(($(json_total "$(out_of fb_plain)") + $(json_unseen "$(out_of fb_plain)")))
+  # iostats off: diskstats counts nothing, so the count to match is the writes we made.
+  detail="iostats off: -Q reads '$fb_stamps' stamps and counted $nq, --stamps ours counted $np, of $N writes (diskstats moved by $((after - before)))"
+  if [ "$rc_q" -eq 0 ] && [ "$rc_p" -eq 0 ] && [ "$fb_stamps" = ours ] && [ "$nq" = "$N" ] && [ "$np" = "$N" ]; then
+    pass fallback "$detail"
+  else
+    fail fallback "$detail; want ours and $N each (exit $rc_q/$rc_p: $(brief fb_q) $(brief fb_plain))"
+  fi
+fi
+
+# --- stamp skew: the kernel's request stamps against our tracepoint stamps, per I/O ---------
+# examples/stamp_skew reads the fast disk with O_DIRECT and reports, per I/O, how far
+# rq->io_start_time_ns is from our block_rq_issue stamp (and rq->start_time_ns from
+# block_io_start, 6.5+). The fact checked: the kernel stamped every request; the numbers are
+# recorded for the README (they are timings under TCG, not asserted).
+
+skew="${IOSTACK_HELPERS:-/iostack/helpers}/stamp_skew"
+SKEW_N=2000
+if [ ! -x "$skew" ]; then
+  na stamp-skew "no $skew (cargo build --release --examples)"
+elif "$skew" "$fast" "$SKEW_N" >"$IOSTACK_WORK/skew.out" 2>&1; then
+  issue_n=$(awk -F': ' '/^io_start_time_ns/ { split($2, w, " "); print w[1]; exit }' "$IOSTACK_WORK/skew.out")
+  detail=$(grep -E '^(io_start|start_time)' "$IOSTACK_WORK/skew.out" | tr '\n' ';')
+  if [ "${issue_n:-0}" = "$SKEW_N" ]; then
+    pass stamp-skew "$detail"
+  else
+    fail stamp-skew "want $SKEW_N I/Os with both issue stamps: $detail"
+  fi
+else
+  fail stamp-skew "stamp_skew failed: $(tail -n 3 "$IOSTACK_WORK/skew.out")"
+fi
+
 # --- injected latency: every I/O on the throttled disk is slower than the throttle ------------
 
 slow=${IOSTACK_SLOW_DISK:-}
@@ -268,5 +336,37 @@ else
     fail accounted "$detail: this kernel runs every BPF program, nothing may be unseen"
   else
     pass accounted "$detail"
+  fi
+fi
+
+# --- time base: biolat's means agree with /proc/diskstats' read time for the same I/Os ------
+# diskstats' read time is the sum over reads of (end - rq->start_time_ns), in ms. On the throttled
+# disk nothing queues in the guest, so plain (issue to completion) and -Q (accounting start to
+# completion) must both come within 5% of it, per I/O.
+
+TB_N=6
+if [ -z "$slow" ]; then
+  na time-base "no throttled disk here"
+else
+  tool_spawn tb_plain -d "$slow" -j
+  tool_spawn tb_q -Q -d "$slow" -j
+  tool_wait_ready tb_plain
+  tool_wait_ready tb_q
+  # The first read after an idle spell passes the throttle at once: it is in both measures.
+  r0=$(awk -v d="$slow" '$3 == d { print $4, $7 }' /proc/diskstats)
+  dd_read "$slow" $((TB_N + 1)) 16
+  r1=$(awk -v d="$slow" '$3 == d { print $4, $7 }' /proc/diskstats)
+  tool_stop tb_plain
+  tool_stop tb_q
+  ds=$(echo "$r0 $r1" | awk '{ printf "%.3f", ($4 - $2) / ($3 - $1) }')
+  mean() { json_hists "$(out_of "$1")" | awk -F'\t' '{ n += $3; s += $4 } END { if (n) printf "%.3f", s / n / 1e6 }'; }
+  mp=$(mean tb_plain)
+  mq=$(mean tb_q)
+  detail="diskstats $ds ms per read, biolat plain ${mp:-?} ms, -Q ${mq:-?} ms"
+  if [ -n "$mp" ] && [ -n "$mq" ] && awk -v d="$ds" -v p="$mp" -v q="$mq" \
+    'BEGIN { exit !(d > 0 && p / d > 0.95 && p / d < 1.05 && q / d > 0.95 && q / d < 1.05) }'; then
+    pass time-base "$detail"
+  else
+    fail time-base "$detail: want both within 5%"
   fi
 fi
