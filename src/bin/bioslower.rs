@@ -89,6 +89,7 @@ fn main() -> ExitCode {
         };
         let (json, explain, verbose) = (cli.json, cli.explain, cli.verbose);
         runner::events::<Bioslower>(
+            "bioslower",
             Style {
                 json,
                 explain,

@@ -116,6 +116,8 @@ fn print_man_page(tool: &str, command: clap::Command) -> ! {
     let mut out = std::io::stdout().lock();
     match man.render(&mut out).and_then(|()| out.flush()) {
         Ok(()) => std::process::exit(0),
+        // `--generate-man | head`: the reader has what it wanted.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
         Err(e) => {
             eprintln!("{tool}: writing the man page failed: {e}");
             std::process::exit(1);

@@ -160,9 +160,29 @@ impl Prober {
             .filter(|m| m != "vmlinux")
             .collect();
         modules.sort();
+        let name = CString::new(function).ok()?;
         modules
             .into_iter()
-            .find(|m| module_btf_has_function(&self.btf, m, function))
+            .find(|m| module_signature(&self.btf, m, &name).is_some())
+    }
+
+    /// A function's parameters, from vmlinux BTF or, for a function of a loaded module, the
+    /// module's BTF.
+    pub fn signature(&self, function: &str) -> Option<Signature> {
+        let name = CString::new(function).ok()?;
+        let vmlinux = self.btf.as_libbpf_object().as_ptr();
+        // SAFETY: the vmlinux BTF object lives as long as self.
+        if let Some(params) = unsafe { btf_params(vmlinux, &name) } {
+            return Some(Signature {
+                params,
+                module: None,
+            });
+        }
+        let module = self.module_of(function)?;
+        Some(Signature {
+            params: module_signature(&self.btf, &module, &name)?,
+            module: Some(module),
+        })
     }
 
     /// A tracepoint exists: its `btf_trace_<name>` typedef, or tracefs when BTF lacks it.
@@ -358,11 +378,9 @@ impl Prober {
         }
     }
 
-    /// Number of arguments a function takes, from its BTF prototype (vmlinux only).
+    /// Number of arguments a function takes, from its BTF prototype (vmlinux or its module).
     pub fn function_arity(&self, name: &str) -> Option<usize> {
-        let func = self.btf.type_by_name::<libbpf_rs::btf::types::Func>(name)?;
-        let proto = FuncProto::try_from(func.referenced_type().skip_mods_and_typedefs()).ok()?;
-        Some(proto.len())
+        self.signature(name).map(|s| s.params.len())
     }
 
     /// A one-line description of the attach facilities, for `--explain`.
@@ -473,27 +491,87 @@ fn trial(kind: Trial, target: &str) -> Result<(), String> {
     link.map(drop).map_err(|e| format!("attach failed: {e}"))
 }
 
-/// A module's split BTF (`/sys/kernel/btf/<module>`, on top of vmlinux's) has a function of this
-/// name. libbpf-rs reads split BTF only through libbpf itself.
-fn module_btf_has_function(vmlinux: &Btf<'static>, module: &str, function: &str) -> bool {
-    let (Ok(path), Ok(name)) = (
-        CString::new(format!("/sys/kernel/btf/{module}")),
-        CString::new(function),
-    ) else {
-        return false;
-    };
+/// A kernel function as BTF describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signature {
+    /// Per parameter, the name of the struct it points to (`file`, `kiocb`, `dentry`...), or
+    /// None for anything else.
+    pub params: Vec<Option<String>>,
+    /// The module whose BTF has it; None for vmlinux.
+    pub module: Option<String>,
+}
+
+/// A function's parameters in one BTF object. libbpf-rs does not wrap split (module) BTF, so
+/// this reads through libbpf itself.
+///
+/// # Safety
+/// `btf` must be a valid libbpf BTF object for the duration of the call.
+unsafe fn btf_params(
+    btf: *const libbpf_sys::btf,
+    function: &CString,
+) -> Option<Vec<Option<String>>> {
+    let id = libbpf_sys::btf__find_by_name_kind(btf, function.as_ptr(), libbpf_sys::BTF_KIND_FUNC);
+    if id <= 0 {
+        return None;
+    }
+    let func = libbpf_sys::btf__type_by_id(btf, id as u32);
+    if func.is_null() {
+        return None;
+    }
+    let proto = libbpf_sys::btf__type_by_id(btf, (*func).__bindgen_anon_1.type_);
+    if proto.is_null() {
+        return None;
+    }
+    let vlen = ((*proto).info & 0xffff) as usize;
+    // The parameters follow the FUNC_PROTO's btf_type in memory.
+    let params = proto.add(1).cast::<libbpf_sys::btf_param>();
+    Some(
+        (0..vlen)
+            .map(|i| pointee_struct(btf, (*params.add(i)).type_))
+            .collect(),
+    )
+}
+
+/// # Safety
+/// As `btf_params`.
+unsafe fn pointee_struct(btf: *const libbpf_sys::btf, type_id: u32) -> Option<String> {
+    let kind = |t: *const libbpf_sys::btf_type| ((*t).info >> 24) & 0x1f;
+    let ptr = libbpf_sys::btf__resolve_type(btf, type_id);
+    let t = libbpf_sys::btf__type_by_id(btf, u32::try_from(ptr).ok()?);
+    if t.is_null() || kind(t) != libbpf_sys::BTF_KIND_PTR {
+        return None;
+    }
+    let target = libbpf_sys::btf__resolve_type(btf, (*t).__bindgen_anon_1.type_);
+    let st = libbpf_sys::btf__type_by_id(btf, u32::try_from(target).ok()?);
+    if st.is_null() || kind(st) != libbpf_sys::BTF_KIND_STRUCT {
+        return None;
+    }
+    let name = libbpf_sys::btf__name_by_offset(btf, (*st).name_off);
+    (!name.is_null()).then(|| {
+        std::ffi::CStr::from_ptr(name)
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
+/// The signature of `function` in a module's split BTF (`/sys/kernel/btf/<module>`).
+fn module_signature(
+    vmlinux: &Btf<'static>,
+    module: &str,
+    function: &CString,
+) -> Option<Vec<Option<String>>> {
+    let path = CString::new(format!("/sys/kernel/btf/{module}")).ok()?;
     let base = vmlinux.as_libbpf_object().as_ptr();
-    // SAFETY: both strings are NUL-terminated and live across the calls; `base` outlives the
-    // split BTF, which is freed before returning; libbpf returns an error pointer on failure.
+    // SAFETY: the path is NUL-terminated; `base` outlives the split BTF, which is freed before
+    // returning; libbpf returns an error pointer on failure, checked first.
     unsafe {
         let split = libbpf_sys::btf__parse_split(path.as_ptr(), base);
         if split.is_null() || libbpf_sys::libbpf_get_error(split as *const _) != 0 {
-            return false;
+            return None;
         }
-        let id =
-            libbpf_sys::btf__find_by_name_kind(split, name.as_ptr(), libbpf_sys::BTF_KIND_FUNC);
+        let params = btf_params(split, function);
         libbpf_sys::btf__free(split);
-        id > 0
+        params
     }
 }
 

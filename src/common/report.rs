@@ -91,6 +91,9 @@ pub struct HistogramReport {
     /// and those found unseen in this report (see `common::unseen`; the unseen total is also
     /// the `unseen` entry of `losses`). None for tools without the reconciliation.
     pub accounted: Option<Vec<(String, DiskTally)>>,
+    /// Function tools: per operation, calls that returned -EIOCBQUEUED (queued for io_uring or
+    /// aio, not done) since the last report: counted apart, not timed. None for other tools.
+    pub async_calls: Option<Vec<(String, u64)>>,
     /// Close the text report with a table of the histograms sorted by total time.
     pub totals: bool,
 }
@@ -115,6 +118,8 @@ struct JsonReport<'a> {
     drops: serde_json::Map<String, serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     accounted: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(rename = "async", skip_serializing_if = "Option::is_none")]
+    async_calls: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Where the time went: one row per histogram, the largest total first.
@@ -182,6 +187,14 @@ impl HistogramReport {
                 s.push_str(&format!("note: {}\n", loss.describe(*n, self.noun)));
             }
         }
+        for (op, n) in self.async_calls.iter().flatten() {
+            if *n > 0 {
+                s.push_str(&format!(
+                    "note: {n} {op} {} returned -EIOCBQUEUED (queued for io_uring or aio): not timed\n",
+                    if *n == 1 { "call" } else { "calls" }
+                ));
+            }
+        }
         for (disk, t) in self.accounted.iter().flatten() {
             if t.unseen > 0 {
                 s.push_str(&format!("note: {}\n", describe_unseen(t.unseen, disk)));
@@ -219,6 +232,11 @@ impl HistogramReport {
                 .iter()
                 .map(|(k, v)| (k.name().to_string(), serde_json::Value::from(*v)))
                 .collect(),
+            async_calls: self.async_calls.as_ref().map(|a| {
+                a.iter()
+                    .map(|(op, n)| (op.clone(), serde_json::Value::from(*n)))
+                    .collect()
+            }),
             accounted: self.accounted.as_ref().map(|a| {
                 a.iter()
                     .map(|(d, t)| {
@@ -266,6 +284,7 @@ mod tests {
             histograms: sample(),
             losses,
             accounted: None,
+            async_calls: None,
             totals: false,
         }
     }

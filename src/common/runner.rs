@@ -42,6 +42,10 @@ pub trait Tool: Sized {
 pub trait HistogramTool: Tool {
     /// `Tracing block device I/O... Hit Ctrl-C to end.`
     const BANNER: &'static str;
+    /// The banner, where it depends on the options.
+    fn banner(&self) -> String {
+        Self::BANNER.to_string()
+    }
     /// Drains what the kernel gathered since the last call.
     fn collect(&mut self) -> Result<HistogramReport>;
 }
@@ -73,9 +77,9 @@ pub struct Style {
 }
 
 /// Privileges, probe, plan, load; `--explain` prints the proof and returns None.
-fn open<T: Tool>(style: Style, opts: &T::Options, out: &mut Out) -> Result<Option<T>> {
+fn open<T: Tool>(name: &str, style: Style, opts: &T::Options, out: &mut Out) -> Result<Option<T>> {
     init_libbpf_logging(style.verbose);
-    require_privileges(T::NAME)?;
+    require_privileges(name)?;
     let prober = Prober::new()?;
     let mut plan = T::plan(&prober, opts)?;
     let tool = T::open(&prober, &mut plan, opts)?;
@@ -97,33 +101,39 @@ pub fn histogram_main<T: HistogramTool, A: clap::Args>(
     let command = cli::histogram_command::<A>(T::NAME, about, examples);
     let cli: cli::HistogramCommand<A> = cli::parse_command(T::NAME, command);
     run_main(T::NAME, || {
-        histograms::<T>(&cli.common, options(&cli.tool, &cli.common)?)
+        histograms::<T>(T::NAME, &cli.common, options(&cli.tool, &cli.common)?)
     })
 }
 
-/// Runs a histogram tool: a report every interval, `count` times, or one at Ctrl-C.
-pub fn histograms<T: HistogramTool>(common: &CommonArgs, opts: T::Options) -> Result<()> {
+/// Runs a histogram tool, named `name` in messages: a report every interval, `count` times, or
+/// one at Ctrl-C.
+pub fn histograms<T: HistogramTool>(
+    name: &str,
+    common: &CommonArgs,
+    opts: T::Options,
+) -> Result<()> {
     let style = Style {
         json: common.json,
         explain: common.explain,
         verbose: common.verbose,
     };
     let mut out = Out::new();
-    let Some(mut tool) = open::<T>(style, &opts, &mut out)? else {
+    let Some(mut tool) = open::<T>(name, style, &opts, &mut out)? else {
         return Ok(());
     };
     let stop = StopSignal::install()?;
-    announce(&mut out, common.json, T::BANNER)?;
+    announce(&mut out, common.json, &tool.banner())?;
     run_intervals(&stop, common.interval, common.count, || {
         let report = tool.collect()?;
         out.write(&report.render(common.timestamp, common.json))
     })
 }
 
-/// Runs an event tool until Ctrl-C: events as they come, losses in-band, a summary at the end.
-pub fn events<T: EventTool>(style: Style, opts: T::Options) -> Result<()> {
+/// Runs an event tool, named `name` in messages, until Ctrl-C: events as they come, losses
+/// in-band, a summary at the end.
+pub fn events<T: EventTool>(name: &str, style: Style, opts: T::Options) -> Result<()> {
     let mut out = Out::new();
-    let Some(mut tool) = open::<T>(style, &opts, &mut out)? else {
+    let Some(mut tool) = open::<T>(name, style, &opts, &mut out)? else {
         return Ok(());
     };
     let stop = StopSignal::install()?;

@@ -177,6 +177,7 @@ impl HistogramTool for Biolat {
             histograms,
             losses,
             accounted: Some(accounted),
+            async_calls: None,
             totals: false,
         })
     }

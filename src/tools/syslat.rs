@@ -117,6 +117,7 @@ impl HistogramTool for Syslat {
             histograms,
             losses,
             accounted: None,
+            async_calls: None,
             totals: true,
         })
     }

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0
+/* fnlat: latency of kernel functions, grouped into operations (read, write, fsync, open...): the
+ * engine of vfslat (VFS functions) and fslat (a filesystem's file operations). User space plans
+ * one slot per function (src/tools/fnlat.rs), each hooked with fentry/fexit where they load and
+ * kprobe/kretprobe where they do not, and says per slot which operation it counts for and which
+ * argument leads to the file.
+ *
+ * Starts are kept per thread *and* slot: an O_SYNC write runs ext4_sync_file inside
+ * ext4_file_write_iter, and keying by thread alone (libbpf-tools' fsdist) would let the inner
+ * start overwrite the outer, losing the write. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "lib/hist.bpf.h"
+#include "lib/losses.bpf.h"
+#include "lib/task_filter.bpf.h"
+#include "lib/func_hooks.bpf.h"
+#include "fnlat.h"
+
+const volatile struct fnlat_slot slots[FNLAT_SLOTS] = {};
+/* --per-fs: label each histogram with the filesystem type of the file. */
+const volatile bool per_fs = false;
+/* --min: report each operation slower than this instead of histograms. */
+const volatile bool want_events = false;
+const volatile __u64 min_ns = 0;
+
+/* Calls that returned -EIOCBQUEUED (io_uring, aio): queued, not done; counted apart per op. */
+__u64 async_calls[FNLAT_OPS];
+
+/* Reserved so that the types reach the generated skeleton. */
+struct fnlat_event _event = {};
+struct fnlat_key _key = {};
+
+#define EIOCBQUEUED 529
+
+struct start_key {
+	__u32 tid;
+	__u32 slot;
+};
+
+struct start {
+	__u64 ts;
+	__u64 obj;  /* the file-like argument (enum fnlat_arg), for --per-fs and --min */
+	__s64 pos;  /* --min: the file position at entry, -1 if unknown */
+};
+
+/* A plain hash, not an LRU: an LRU may evict a live start (its free lists are per CPU) and the
+ * call would vanish without a word; here a start that does not fit is counted (start_full). A
+ * start whose return was never seen (a missed kretprobe) is overwritten by the thread's next
+ * call of the same function. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct start_key);
+	__type(value, struct start);
+} starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct fnlat_key);
+	__type(value, struct hist);
+} hists SEC(".maps");
+
+/* --min only; user space sizes it (1 entry otherwise). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+static __always_inline struct dentry *obj_dentry(__u64 obj, __u32 kind)
+{
+	switch (kind) {
+	case FNLAT_ARG_FILE:
+		return BPF_CORE_READ((struct file *)obj, f_path.dentry);
+	case FNLAT_ARG_KIOCB:
+		return BPF_CORE_READ((struct kiocb *)obj, ki_filp, f_path.dentry);
+	case FNLAT_ARG_DENTRY:
+		return (struct dentry *)obj;
+	case FNLAT_ARG_PATH:
+		return BPF_CORE_READ((struct path *)obj, dentry);
+	default:
+		return NULL;
+	}
+}
+
+static __always_inline struct super_block *obj_sb(__u64 obj, __u32 kind)
+{
+	struct dentry *d;
+
+	if (kind == FNLAT_ARG_INODE)
+		return BPF_CORE_READ((struct inode *)obj, i_sb);
+	d = obj_dentry(obj, kind);
+	return d ? BPF_CORE_READ(d, d_sb) : NULL;
+}
+
+static __always_inline void fs_name(char *dst, __u64 obj, __u32 kind)
+{
+	struct super_block *sb = obj ? obj_sb(obj, kind) : NULL;
+	const char *name;
+
+	if (!sb)
+		return;
+	name = BPF_CORE_READ(sb, s_type, name);
+	if (name)
+		bpf_probe_read_kernel_str(dst, FNLAT_FS_LEN, name);
+}
+
+static __always_inline int entry(void *ctx, enum hook_flavour flavour, __u32 slot)
+{
+	struct start_key key = {.tid = (__u32)bpf_get_current_pid_tgid(), .slot = slot};
+	struct start s = {.pos = -1};
+	__u64 pos_ptr;
+	__u32 a;
+
+	if (slot >= FNLAT_SLOTS || !current_selected())
+		return 0;
+	if (per_fs || want_events) {
+		a = slots[slot].arg;
+		if (slots[slot].kind != FNLAT_ARG_NONE && a < 5)
+			s.obj = hook_arg(ctx, flavour, a);
+	}
+	if (want_events) {
+		a = slots[slot].pos_arg;
+		/* Through a local: a cast of s.obj inside BPF_CORE_READ would relocate s.obj as
+		 * a kernel field (struct start has none), and the load fails. */
+		struct kiocb *iocb = (struct kiocb *)s.obj;
+
+		if (slots[slot].kind == FNLAT_ARG_KIOCB && iocb)
+			s.pos = BPF_CORE_READ(iocb, ki_pos);
+		else if (a < 5 && (pos_ptr = hook_arg(ctx, flavour, a)))
+			bpf_probe_read_kernel(&s.pos, sizeof(s.pos), (void *)pos_ptr);
+	}
+	s.ts = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&starts, &key, &s, BPF_ANY))
+		count_loss(LOSS_START_FULL);
+	return 0;
+}
+
+static __always_inline void report(struct start *s, __u32 slot, __u32 op, __u64 lat, long ret)
+{
+	struct fnlat_event *e;
+	__u64 id;
+
+	if (lat < min_ns)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_loss(LOSS_RINGBUF_FULL);
+		return;
+	}
+	id = bpf_get_current_pid_tgid();
+	e->ts_ns = s->ts + lat;
+	e->lat_ns = lat;
+	e->ret = ret;
+	e->pos = s->pos;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->op = op;
+	e->pad = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	__builtin_memset(e->fs, 0, sizeof(e->fs));
+	__builtin_memset(e->file, 0, sizeof(e->file));
+	fs_name(e->fs, s->obj, slots[slot].kind);
+	if (s->obj && slots[slot].kind != FNLAT_ARG_INODE) {
+		struct dentry *d = obj_dentry(s->obj, slots[slot].kind);
+		const unsigned char *name = d ? BPF_CORE_READ(d, d_name.name) : NULL;
+
+		if (name)
+			bpf_probe_read_kernel_str(e->file, sizeof(e->file), name);
+	}
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline int leave(void *ctx, long ret, __u32 slot)
+{
+	struct start_key key = {.tid = (__u32)bpf_get_current_pid_tgid(), .slot = slot};
+	struct fnlat_key hk = {};
+	struct start *sp, s;
+	struct hist *h;
+	__u64 now;
+	__u32 op;
+
+	if (slot >= FNLAT_SLOTS)
+		return 0;
+	sp = bpf_map_lookup_elem(&starts, &key);
+	if (!sp) {
+		/* A selected task's call that was in flight when tracing began. */
+		if (current_selected())
+			count_loss(LOSS_NO_START);
+		return 0;
+	}
+	s = *sp;
+	bpf_map_delete_elem(&starts, &key);
+	op = slots[slot].op;
+	if (op >= FNLAT_OPS)
+		return 0;
+	if (ret == -EIOCBQUEUED) {
+		__sync_fetch_and_add(&async_calls[op], 1);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	if (s.ts > now) {
+		count_loss(LOSS_CLOCK);
+		return 0;
+	}
+	if (want_events) {
+		report(&s, slot, op, now - s.ts, ret);
+		return 0;
+	}
+	hk.gen = hist_gen & 1;
+	hk.op = op;
+	if (per_fs)
+		fs_name(hk.fs, s.obj, slots[slot].kind);
+	h = hist_get(&hists, &hk);
+	/* Several slots (functions of one op) write one histogram. */
+	if (h)
+		hist_record_shared(h, now - s.ts);
+	return 0;
+}
+
+/* One slot: its entry and exit flavours, with an fexit per arity (the return value follows the
+ * arguments), which the planner picks from the function's BTF prototype. */
+#define FNLAT_SLOT(n)                                                                \
+	static __always_inline int slot##n##_entry(void *ctx, enum hook_flavour f)   \
+	{                                                                            \
+		return entry(ctx, f, n);                                             \
+	}                                                                            \
+	static __always_inline int slot##n##_exit(void *ctx, long ret)               \
+	{                                                                            \
+		return leave(ctx, ret, n);                                           \
+	}                                                                            \
+	FUNC_ENTRY_HOOKS(slot##n, slot##n##_entry)                                   \
+	SEC("kretprobe/slot" #n)                                                     \
+	int slot##n##_kretprobe(struct pt_regs *ctx)                                 \
+	{                                                                            \
+		return slot##n##_exit(ctx, (long)PT_REGS_RC(ctx));                   \
+	}                                                                            \
+	FEXIT_ARITY(slot##n, 2, slot##n##_exit)                                      \
+	FEXIT_ARITY(slot##n, 3, slot##n##_exit)                                      \
+	FEXIT_ARITY(slot##n, 4, slot##n##_exit)                                      \
+	FEXIT_ARITY(slot##n, 5, slot##n##_exit)
+
+FNLAT_SLOT(0) FNLAT_SLOT(1) FNLAT_SLOT(2) FNLAT_SLOT(3)
+FNLAT_SLOT(4) FNLAT_SLOT(5) FNLAT_SLOT(6) FNLAT_SLOT(7)
+FNLAT_SLOT(8) FNLAT_SLOT(9) FNLAT_SLOT(10) FNLAT_SLOT(11)
+FNLAT_SLOT(12) FNLAT_SLOT(13) FNLAT_SLOT(14) FNLAT_SLOT(15)
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,570 @@
+//! fnlat: time spent in kernel functions, per operation, the engine of vfslat (the VFS layer) and
+//! fslat (one filesystem's file operations). A layer is a table: for each operation, the
+//! functions that perform it; every function this kernel has gets a slot of
+//! `src/bpf/fnlat.bpf.c`, hooked through the function planner (fentry/fexit where they load,
+//! kprobe/kretprobe where they do not), and `--explain` says for every operation which hook
+//! times it or why none does.
+
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+
+use crate::common::events::EventQueue;
+use crate::common::filter::TaskFilter;
+use crate::common::hist::Unit;
+use crate::common::hooks::{plan_function, FunctionHook, FunctionPrograms};
+use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
+use crate::common::losses::{read_kernel_losses, Loss, LossEvent, LossTally, Noun, CALLS};
+use crate::common::maps::HistogramCollector;
+use crate::common::plan::AttachPlan;
+use crate::common::prober::Prober;
+use crate::common::report::{local_hms, HistogramReport, LabeledHistogram};
+use crate::common::runner::{EventTool, HistogramTool, Tool};
+
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/fnlat.skel.rs"));
+}
+use skel::{types, FnlatSkel, FnlatSkelBuilder};
+
+// SAFETY: repr(C) structs of integers and bytes; any bit pattern is valid.
+unsafe impl plain::Plain for types::fnlat_key {}
+unsafe impl plain::Plain for types::fnlat_event {}
+unsafe impl plain::Plain for types::task_filter {}
+
+/// Must match FNLAT_SLOTS, FNLAT_OPS in src/bpf/fnlat.h.
+const SLOTS: usize = 16;
+const OPS: usize = 16;
+
+/// A kernel function that performs an operation.
+#[derive(Clone, Copy, Debug)]
+pub struct Function {
+    pub name: &'static str,
+    /// The argument that points to the file position (`loff_t *`), for `--min`; functions
+    /// taking a kiocb have it there.
+    pub pos_arg: Option<u32>,
+}
+
+/// `f("vfs_read", 3)`: a function whose `loff_t *pos` is argument 3.
+pub const fn f(name: &'static str, pos_arg: u32) -> Function {
+    Function {
+        name,
+        pos_arg: Some(pos_arg),
+    }
+}
+
+/// A function without a position argument.
+pub const fn g(name: &'static str) -> Function {
+    Function {
+        name,
+        pos_arg: None,
+    }
+}
+
+/// An operation: its name (the histogram label), the letter of `--min`'s T column, and the
+/// functions that perform it (all of those this kernel has are timed).
+#[derive(Clone, Copy, Debug)]
+pub struct Op {
+    pub name: &'static str,
+    pub letter: char,
+    pub functions: &'static [Function],
+}
+
+/// What a layer times: `VFS`, or one filesystem (`ext4`, built in or in module `ext4`).
+#[derive(Clone, Copy, Debug)]
+pub struct Layer {
+    /// For the banner: "VFS", "ext4"...
+    pub what: &'static str,
+    /// The module the functions live in where the filesystem is built as one.
+    pub module: Option<&'static str>,
+    pub ops: &'static [Op],
+}
+
+/// What a function-latency tool is asked for.
+#[derive(Clone, Debug)]
+pub struct FnlatOptions {
+    /// The tool's name as invoked (`vfslat`, `ext4lat`, `fslat`...), for messages.
+    pub name: &'static str,
+    pub layer: Layer,
+    pub tasks: TaskFilter,
+    pub unit: Unit,
+    /// `--per-fs`: a histogram per filesystem type.
+    pub per_fs: bool,
+    /// `--min`: print each operation slower than this (ns) instead of histograms.
+    pub min_ns: Option<u64>,
+}
+
+/// Slot program names, as FNLAT_SLOT generates them.
+macro_rules! slot_names {
+    ($suffix:literal) => {
+        [
+            concat!("slot0_", $suffix),
+            concat!("slot1_", $suffix),
+            concat!("slot2_", $suffix),
+            concat!("slot3_", $suffix),
+            concat!("slot4_", $suffix),
+            concat!("slot5_", $suffix),
+            concat!("slot6_", $suffix),
+            concat!("slot7_", $suffix),
+            concat!("slot8_", $suffix),
+            concat!("slot9_", $suffix),
+            concat!("slot10_", $suffix),
+            concat!("slot11_", $suffix),
+            concat!("slot12_", $suffix),
+            concat!("slot13_", $suffix),
+            concat!("slot14_", $suffix),
+            concat!("slot15_", $suffix),
+        ]
+    };
+}
+const FENTRY: [&str; SLOTS] = slot_names!("fentry");
+const KPROBE: [&str; SLOTS] = slot_names!("kprobe");
+const KRETPROBE: [&str; SLOTS] = slot_names!("kretprobe");
+/// fexit programs by the arity they were built for: 2 to 5.
+const FEXIT: [[&str; SLOTS]; 4] = [
+    slot_names!("fexit2"),
+    slot_names!("fexit3"),
+    slot_names!("fexit4"),
+    slot_names!("fexit5"),
+];
+
+/// `enum fnlat_arg`: the argument kinds that lead to a file, best first.
+const ARG_KINDS: [(&str, u32); 5] = [
+    ("kiocb", 2),
+    ("file", 1),
+    ("dentry", 3),
+    ("path", 4),
+    ("inode", 5),
+];
+
+/// fnlat's plan: the attach plan and what each slot counts.
+pub struct FnlatPlan {
+    plan: AttachPlan,
+    slots: Vec<types::fnlat_slot>,
+}
+
+impl AsRef<AttachPlan> for FnlatPlan {
+    fn as_ref(&self) -> &AttachPlan {
+        &self.plan
+    }
+}
+
+/// A function-latency tool, loaded and attached.
+pub struct Fnlat {
+    loaded: Loaded<FnlatSkel<'static>>,
+    opts: FnlatOptions,
+    collector: HistogramCollector,
+    async_seen: [u64; OPS],
+    queue: Option<EventQueue<types::fnlat_event>>,
+    losses: LossTally,
+}
+
+const HISTOGRAM_LOSSES: [Loss; 4] = [Loss::NoStart, Loss::StartFull, Loss::HistFull, Loss::Clock];
+
+/// Plans one function in slot `slot`: its argument layout from BTF, then fentry/fexit or
+/// kprobe/kretprobe.
+fn plan_slot(
+    prober: &Prober,
+    plan: &mut AttachPlan,
+    layer: &Layer,
+    op: (usize, &Op),
+    func: &Function,
+    slot: usize,
+) -> Result<types::fnlat_slot, String> {
+    // Without BTF for it (a module's function on a kernel without module BTF, such as 5.10),
+    // a function known to kallsyms can still be timed with kprobes; its arguments are then
+    // unknown, so calls are not labelled with their filesystem.
+    let absent =
+        "is not in this kernel (BTF, kallsyms): absent, inlined, or in a module not loaded";
+    let params = match prober.signature(func.name) {
+        Some(sig) => sig.params,
+        None if prober.has_symbol(func.name) => Vec::new(),
+        None => return Err(format!("{} {absent}", func.name)),
+    };
+    let arity = params.len();
+    if !params.is_empty() && !(2..=5).contains(&arity) {
+        return Err(format!(
+            "{} takes {arity} arguments; fnlat's fexit programs take 2 to 5",
+            func.name
+        ));
+    }
+    let (arg, kind) = ARG_KINDS
+        .iter()
+        .find_map(|(name, kind)| {
+            let i = params.iter().position(|p| p.as_deref() == Some(*name))?;
+            Some((i as u32, *kind))
+        })
+        .unwrap_or((0, 0));
+    let hook = FunctionHook {
+        entry_role: op.1.name,
+        exit_role: op.1.name,
+        function: func.name,
+        module: layer.module,
+        programs: FunctionPrograms {
+            fentry: FENTRY[slot],
+            kprobe: KPROBE[slot],
+            exit: Some((FEXIT[arity.max(2) - 2][slot], KRETPROBE[slot], arity)),
+        },
+    };
+    plan_function(prober, plan, &hook)?;
+    Ok(types::fnlat_slot {
+        op: op.0 as u32,
+        arg,
+        kind,
+        pos_arg: func.pos_arg.unwrap_or(u32::MAX),
+    })
+}
+
+impl Tool for Fnlat {
+    const NAME: &'static str = "fnlat";
+    type Options = FnlatOptions;
+    type Plan = FnlatPlan;
+
+    fn plan(prober: &Prober, opts: &FnlatOptions) -> Result<FnlatPlan> {
+        let layer = &opts.layer;
+        if let Some(m) = layer.module {
+            let first = layer.ops.iter().flat_map(|o| o.functions).next();
+            if first.is_some_and(|f| prober.signature(f.name).is_none())
+                && !std::path::Path::new("/sys/module").join(m).exists()
+            {
+                return Err(anyhow!(
+                    "{} lives in the kernel module {m}, which is not loaded: modprobe {m} (or mount a {} filesystem), then run it again",
+                    layer.what,
+                    layer.what
+                ));
+            }
+        }
+        let mut plan = AttachPlan::new(opts.name);
+        let mut slots = Vec::new();
+        let mut refused = Vec::new();
+        for (i, op) in layer.ops.iter().enumerate().take(OPS) {
+            let mut why_not = Vec::new();
+            for func in op.functions {
+                if slots.len() == SLOTS {
+                    why_not.push(format!("{}: no free slot", func.name));
+                    continue;
+                }
+                match plan_slot(prober, &mut plan, layer, (i, op), func, slots.len()) {
+                    Ok(slot) => slots.push(slot),
+                    Err(e) => why_not.push(e),
+                }
+            }
+            if !why_not.is_empty() {
+                plan.decide(op.name, format!("not timed: {}", why_not.join("; ")));
+                refused.extend(why_not);
+            }
+        }
+        if slots.is_empty() {
+            let first = refused.first().cloned().unwrap_or_default();
+            return Err(anyhow!(
+                "no {} function can be timed on this kernel: {first}. syslat and biolat work here: they need only tracepoints",
+                layer.what
+            ));
+        }
+        plan.decide(
+            "starts",
+            "per thread and function (nested calls, such as an O_SYNC write's fsync, are both timed)",
+        );
+        Ok(FnlatPlan { plan, slots })
+    }
+
+    fn open(_prober: &Prober, plan: &mut FnlatPlan, opts: &FnlatOptions) -> Result<Fnlat> {
+        let events = opts.min_ns.is_some();
+        let loaded = load_planned(FnlatSkelBuilder::default(), &plan.plan, |open| {
+            let rodata = mapped(open.maps.rodata_data.as_deref_mut(), "fnlat's .rodata")?;
+            rodata.unit_ns = opts.unit.ns();
+            rodata.unit_lg = opts.unit.lg();
+            rodata.per_fs = opts.per_fs;
+            rodata.want_events = events;
+            rodata.min_ns = opts.min_ns.unwrap_or(0);
+            copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
+            for (dst, src) in rodata.slots.iter_mut().zip(&plan.slots) {
+                *dst = *src;
+            }
+            // A ring buffer is a power of two of pages; one page when no events are wanted.
+            let ring = if events { 4 << 20 } else { 4096 };
+            open.maps.events.set_max_entries(ring)?;
+            Ok(())
+        })?;
+        let queue = match events {
+            true => Some(EventQueue::new(&loaded.skel.maps.events)?),
+            false => None,
+        };
+        Ok(Fnlat {
+            loaded,
+            opts: opts.clone(),
+            collector: HistogramCollector::default(),
+            async_seen: [0; OPS],
+            queue,
+            losses: LossTally::default(),
+        })
+    }
+}
+
+/// A C string of a fixed array, up to its NUL.
+fn c_str(bytes: &[std::ffi::c_char]) -> String {
+    let b: Vec<u8> = bytes
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+impl Fnlat {
+    fn op_name(&self, op: u32) -> &'static str {
+        self.opts.layer.ops.get(op as usize).map_or("?", |o| o.name)
+    }
+
+    /// Calls per op that returned -EIOCBQUEUED since the last report.
+    fn new_async(&mut self) -> Result<Vec<(String, u64)>> {
+        let bss = mapped(
+            self.loaded.skel.maps.bss_data.as_deref_mut(),
+            "fnlat's .bss",
+        )?;
+        let mut out = Vec::new();
+        for (i, op) in self.opts.layer.ops.iter().enumerate().take(OPS) {
+            // SAFETY: .bss is mapped for the skeleton's life; the kernel updates it concurrently.
+            let now = unsafe { std::ptr::read_volatile(&bss.async_calls[i]) };
+            out.push((op.name.to_string(), now - self.async_seen[i]));
+            self.async_seen[i] = now;
+        }
+        Ok(out)
+    }
+}
+
+impl HistogramTool for Fnlat {
+    const BANNER: &'static str = "Tracing kernel functions... Hit Ctrl-C to end.";
+
+    fn banner(&self) -> String {
+        format!(
+            "Tracing {} operations... Hit Ctrl-C to end.",
+            self.opts.layer.what
+        )
+    }
+
+    fn collect(&mut self) -> Result<HistogramReport> {
+        let bss = mapped(
+            self.loaded.skel.maps.bss_data.as_deref_mut(),
+            "fnlat's .bss",
+        )?;
+        let drained = self
+            .collector
+            .drain(&mut bss.hist_gen, &self.loaded.skel.maps.hists)?;
+        let losses = self.collector.losses(&bss.losses, &HISTOGRAM_LOSSES);
+        let mut histograms = Vec::with_capacity(drained.len());
+        for (key_bytes, hist) in drained {
+            let mut key = types::fnlat_key::default();
+            plain::copy_from_bytes(&mut key, &key_bytes)
+                .map_err(|e| anyhow!("bad histogram key: {e:?}"))?;
+            let mut labels = vec![("op", self.op_name(key.op).to_string())];
+            if self.opts.per_fs {
+                labels.push(("fs", c_str(&key.fs)));
+            }
+            histograms.push(LabeledHistogram { labels, hist });
+        }
+        // In the table's order of operations, then by filesystem.
+        let order = |h: &LabeledHistogram| {
+            let op = self
+                .opts
+                .layer
+                .ops
+                .iter()
+                .position(|o| o.name == h.labels[0].1);
+            (op, h.labels.get(1).map(|l| l.1.clone()))
+        };
+        histograms.sort_by_key(order);
+        Ok(HistogramReport {
+            tool: self.opts.name,
+            unit: self.opts.unit,
+            noun: CALLS,
+            histograms,
+            losses,
+            accounted: None,
+            async_calls: Some(self.new_async()?),
+            totals: true,
+        })
+    }
+}
+
+/// One operation slower than `--min`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SlowCall {
+    pub time: String,
+    pub comm: String,
+    pub pid: u32,
+    pub tid: u32,
+    pub op: &'static str,
+    /// What the function returned: bytes for reads and writes.
+    pub ret: i64,
+    /// File position at entry, -1 if unknown.
+    pub offset: i64,
+    pub lat_ms: f64,
+    pub lat_ns: u64,
+    pub fs: String,
+    pub file: String,
+    #[serde(skip)]
+    letter: char,
+}
+
+impl EventTool for Fnlat {
+    type Event = SlowCall;
+    const NOUN: Noun = CALLS;
+    const LOSSES: &'static [Loss] = &[
+        Loss::RingBufferFull,
+        Loss::NoStart,
+        Loss::StartFull,
+        Loss::Clock,
+    ];
+
+    fn banner(&self) -> String {
+        format!(
+            "Tracing {} operations slower than {}... Hit Ctrl-C to end.",
+            self.opts.layer.what,
+            crate::common::threshold::describe_threshold(self.opts.min_ns.unwrap_or(0))
+        )
+    }
+
+    fn header(&self) -> String {
+        format!(
+            "{:<8} {:<15} {:<7} {} {:>7} {:>8} {:>9} {:<6} FILENAME",
+            "TIME", "COMM", "PID", "T", "BYTES", "OFF_KB", "LAT(ms)", "FS"
+        )
+    }
+
+    fn poll(&mut self, timeout: Option<Duration>) -> Result<(Vec<SlowCall>, Vec<LossEvent>)> {
+        let queue = self
+            .queue
+            .as_ref()
+            .context("fnlat: no event queue without --min")?;
+        let raw = queue.take(timeout)?;
+        let time = local_hms();
+        let events = raw
+            .iter()
+            .map(|e| {
+                let op = self.opts.layer.ops.get(e.op as usize);
+                SlowCall {
+                    time: time.clone(),
+                    comm: c_str(&e.comm),
+                    pid: e.pid,
+                    tid: e.tid,
+                    op: op.map_or("?", |o| o.name),
+                    letter: op.map_or('?', |o| o.letter),
+                    ret: e.ret,
+                    offset: e.pos,
+                    lat_ms: e.lat_ns as f64 / 1e6,
+                    lat_ns: e.lat_ns,
+                    fs: c_str(&e.fs),
+                    file: c_str(&e.file),
+                }
+            })
+            .collect();
+        let bss = mapped(
+            self.loaded.skel.maps.bss_data.as_deref_mut(),
+            "fnlat's .bss",
+        )?;
+        let losses = self
+            .losses
+            .delta(&read_kernel_losses(&bss.losses), Self::LOSSES)
+            .into_iter()
+            .filter(|&(_, n)| n > 0)
+            .map(|(kind, n)| LossEvent {
+                kind,
+                n,
+                disk: None,
+            })
+            .collect();
+        Ok((events, losses))
+    }
+
+    fn text(&self, e: &SlowCall) -> String {
+        let bytes = if e.ret >= 0 {
+            e.ret.to_string()
+        } else {
+            format!("E{}", -e.ret)
+        };
+        let off_kb = if e.offset >= 0 {
+            (e.offset / 1024).to_string()
+        } else {
+            "-".into()
+        };
+        format!(
+            "{:<8} {:<15} {:<7} {} {:>7} {:>8} {:>9.3} {:<6} {}\n",
+            e.time, e.comm, e.pid, e.letter, bytes, off_kb, e.lat_ms, e.fs, e.file
+        )
+    }
+
+    fn json(&self, e: &SlowCall) -> String {
+        let mut line =
+            serde_json::to_string(e).unwrap_or_else(|err| format!("{{\"error\":\"{err}\"}}"));
+        line.push('\n');
+        line
+    }
+}
+
+/// The arguments every function-latency tool shares (the runner adds -T -m -j --explain -v and
+/// `[interval [count]]`).
+#[derive(clap::Args, Debug)]
+pub struct FnlatArgs {
+    /// Trace only this process (all its threads)
+    #[arg(short = 'p', long, value_name = "PID")]
+    pub pid: Option<u32>,
+
+    /// Trace only this thread
+    #[arg(long, value_name = "TID")]
+    pub tid: Option<u32>,
+
+    /// Trace only tasks with this name (as in /proc/PID/comm)
+    #[arg(short = 'c', long, value_name = "COMM")]
+    pub comm: Option<String>,
+
+    /// Print each operation slower than this as it ends, instead of histograms: milliseconds
+    /// (10, 0.5) or with a unit (500us, 2s); 0 prints every operation
+    #[arg(long, value_name = "MIN", value_parser = crate::common::threshold::parse_threshold)]
+    pub min: Option<u64>,
+}
+
+impl FnlatArgs {
+    /// The options for `layer`, checking pids and names now, before any privilege is needed.
+    pub fn options(
+        &self,
+        name: &'static str,
+        layer: Layer,
+        per_fs: bool,
+        common: &crate::common::cli::CommonArgs,
+    ) -> Result<FnlatOptions> {
+        Ok(FnlatOptions {
+            name,
+            layer,
+            tasks: TaskFilter::new(self.pid, self.tid, self.comm.as_deref())?,
+            unit: Unit::from_millis_flag(common.milliseconds),
+            per_fs,
+            min_ns: self.min,
+        })
+    }
+}
+
+/// A function-latency tool's whole `main`: parses its arguments `A` and the common ones,
+/// builds its options, and runs it as histograms, or as events with `--min`.
+pub fn fnlat_main<A: clap::Args>(
+    name: &'static str,
+    about: &'static str,
+    examples: &'static str,
+    options: impl FnOnce(&A, &crate::common::cli::CommonArgs) -> Result<FnlatOptions>,
+) -> std::process::ExitCode {
+    use crate::common::{cli, runner};
+    let command = cli::histogram_command::<A>(name, about, examples);
+    let cli: cli::HistogramCommand<A> = cli::parse_command(name, command);
+    crate::common::error::run_main(name, || {
+        let opts = options(&cli.tool, &cli.common)?;
+        if opts.min_ns.is_some() {
+            let c = &cli.common;
+            let style = runner::Style {
+                json: c.json,
+                explain: c.explain,
+                verbose: c.verbose,
+            };
+            return runner::events::<Fnlat>(name, style, opts);
+        }
+        runner::histograms::<Fnlat>(name, &cli.common, opts)
+    })
+}
