@@ -323,6 +323,53 @@ text_unseen() {
     END { print n + 0 }' "$1"
 }
 
+# traced_by WORKLOAD NAME WORKLOAD_ARGS -- TOOL_ARGS: starts a workload helper (it prints
+# `ready PID`, then waits for SIGUSR1), traces it with the tool (-j -p PID TOOL_ARGS), lets it
+# run, waits for its exit, stops the tool. Output in NAME.out.
+traced_by() {
+  _helper=$1
+  _name=$2
+  shift 2
+  _wargs=""
+  while [ "$1" != "--" ]; do
+    _wargs="$_wargs $1"
+    shift
+  done
+  shift
+  # shellcheck disable=SC2086 # the counts are words on purpose
+  "$_helper" $_wargs >"$IOSTACK_WORK/$_name.wl" &
+  _wpid=$!
+  _i=0
+  while ! grep -qs '^ready' "$IOSTACK_WORK/$_name.wl" && [ $_i -lt 200 ]; do
+    sleep 0.05
+    _i=$((_i + 1))
+  done
+  if ! tool_start "$_name" -j -p "$_wpid" "$@"; then
+    kill -KILL "$_wpid" 2>/dev/null
+    return 1
+  fi
+  # A hook a check wants run just before the workload starts (e.g. spending a throttle's burst).
+  if [ -n "${TRACED_BEFORE:-}" ]; then eval "$TRACED_BEFORE"; fi
+  kill -USR1 "$_wpid"
+  wait "$_wpid" || log "workload exited with $?"
+  tool_stop "$_name"
+}
+
+# op_counts FILE: "op=count ..." sorted, from the JSON reports (the op label of each histogram).
+op_counts() {
+  json_hists "$1" | awk -F'\t' '{ n[$8] += $3 } END { for (o in n) print o "=" n[o] }' | sort | tr '\n' ' ' | sed 's/ $//'
+}
+
+# expect_counts CHECK NAME EXPECTED: compares op_counts with EXPECTED ("open=3 read=5", sorted).
+expect_counts() {
+  got=$(op_counts "$(out_of "$2")")
+  if [ "$got" = "$3" ]; then
+    pass "$1" "$got; drops: $(json_drops "$(out_of "$2")")"
+  else
+    fail "$1" "expected '$3', got '$got': $(brief "$2")"
+  fi
+}
+
 # --- what this kernel offers (for checks that verify a tool's choices) -----------------------
 
 # ksym_text NAME: the kernel has a function of this name (not wholly inlined).
@@ -347,4 +394,62 @@ ftrace_function() {
     [ -r "$_f" ] && grep -q "^$1\( \|\$\)" "$_f" && return 0
   done
   return 1
+}
+
+# --- function-latency tools (vfslat, ext4lat, fslat) ----------------------------------------
+
+# fn_explain_or_refusal CHECKS -- ARGS: runs the tool's --explain ARGS; PASS `explain` where it
+# loads, and where the kernel can hook no function (no fentry, no kprobes: the CI host) PASS
+# `refusal` if the tool said so in one line naming what still works, and NA for CHECKS (the
+# script's other checks). Returns 0 when the tool can run here.
+fn_explain_or_refusal() {
+  _others=""
+  while [ "$1" != "--" ]; do
+    _others="$_others $1"
+    shift
+  done
+  shift
+  tool_run explain --explain "$@"
+  _rc=$?
+  if [ "$_rc" -eq 0 ] && grep -q '^loaded and attached: ok' "$(out_of explain)"; then
+    pass explain "--explain $* loads and attaches"
+    na refusal "this kernel can hook functions"
+    return 0
+  fi
+  if ! kprobes_possible && [ "$(wc -l <"$(err_of explain)")" -eq 1 ] &&
+    grep -q 'syslat and biolat work here' "$(err_of explain)"; then
+    na explain "no fentry, no kprobes here"
+    pass refusal "$(brief explain)"
+    for _c in $_others; do na "$_c" "no fentry, no kprobes here: the tool refuses"; done
+  else
+    fail explain "exit $_rc: $(brief explain)"
+    log_verbose explain_v --explain "$@"
+  fi
+  return 1
+}
+
+# fn_path OP: the hook --explain chose for OP's first function (e.g. fentry/vfs_read); "none"
+# if it planned none for OP, "refused" if the tool refused this kernel.
+fn_path() {
+  _hook=$(awk -v op="$1" '$1 == op && $2 ~ /\// { print $2; exit }' "$(out_of explain)")
+  if ! grep -q '^loaded and attached: ok' "$(out_of explain)"; then
+    _hook=refused
+  fi
+  path "$1" "${_hook:-none}"
+}
+
+# mounted DISK DIR FSTYPE: mounts DISK on DIR (created); non-zero with a log line if it cannot.
+mounted() {
+  mkdir -p "$2"
+  mount -t "$3" "/dev/$1" "$2" 2>"$IOSTACK_WORK/mount.err" ||
+    { log "mount $1 ($3) on $2 failed: $(cat "$IOSTACK_WORK/mount.err")"; return 1; }
+}
+
+# json_async FILE OP: calls of OP that returned -EIOCBQUEUED, over all reports.
+json_async() {
+  awk -v op="$2" '/"async":\{/ {
+      a = $0; sub(/^.*"async":\{/, "", a); sub(/\}.*$/, "", a)
+      n2 = split(a, kv, ","); for (i = 1; i <= n2; i++) { split(kv[i], p, ":"); gsub(/"/, "", p[1]); if (p[1] == op) n += p[2] }
+    }
+    END { print n + 0 }' "$1"
 }

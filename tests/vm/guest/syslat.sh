@@ -25,55 +25,12 @@ path enter "$(awk '$1 == "enter" { print $2; exit }' "$(out_of explain)")"
 path exit "$(awk '$1 == "exit" { print $2; exit }' "$(out_of explain)")"
 path starts "$(awk '$1 == "starts" { print $2 "-" $3; exit }' "$(out_of explain)")"
 
-# traced NAME WORKLOAD_ARGS -- SYSLAT_ARGS: starts the workload (it waits for SIGUSR1), traces
-# it with syslat -j, lets it run, waits for its exit, stops syslat. Output in NAME.out.
-traced() {
-  _name=$1
-  shift
-  _wargs=""
-  while [ "$1" != "--" ]; do
-    _wargs="$_wargs $1"
-    shift
-  done
-  shift
-  # shellcheck disable=SC2086 # the counts are words on purpose
-  "$workload" $_wargs >"$IOSTACK_WORK/$_name.wl" &
-  _wpid=$!
-  _i=0
-  while ! grep -q '^ready' "$IOSTACK_WORK/$_name.wl" && [ $_i -lt 200 ]; do
-    sleep 0.05
-    _i=$((_i + 1))
-  done
-  if ! tool_start "$_name" -j -p "$_wpid" "$@"; then
-    kill -KILL "$_wpid" 2>/dev/null
-    return 1
-  fi
-  kill -USR1 "$_wpid"
-  wait "$_wpid" || log "workload exited with $?"
-  tool_stop "$_name"
-}
-
-# op_counts FILE: "op=count ..." sorted, from the JSON reports.
-op_counts() {
-  json_hists "$1" | awk -F'\t' '{ n[$8] += $3 } END { for (o in n) print o "=" n[o] }' | sort | tr '\n' ' ' | sed 's/ $//'
-}
-
-# expect_counts CHECK NAME EXPECTED: compares op_counts with EXPECTED ("open=3 read=5", sorted).
-expect_counts() {
-  got=$(op_counts "$(out_of "$2")")
-  if [ "$got" = "$3" ]; then
-    pass "$1" "$got; drops: $(json_drops "$(out_of "$2")")"
-  else
-    fail "$1" "expected '$3', got '$got': $(brief "$2")"
-  fi
-}
-
 # --- exact counts, per flavour of hook ----------------------------------------------------
 
-traced counts 300 200 5 30 -- && expect_counts count-exact counts "open=30 read=300 sync=5 write=200"
-traced raw 120 80 2 10 -- --attach raw-tp && expect_counts raw-tp raw "open=10 read=120 sync=2 write=80"
+traced_by "$workload" counts 300 200 5 30 -- && expect_counts count-exact counts "open=30 read=300 sync=5 write=200"
+traced_by "$workload" raw 120 80 2 10 -- --attach raw-tp && expect_counts raw-tp raw "open=10 read=120 sync=2 write=80"
 if [ -d /sys/kernel/tracing/events/syscalls ]; then
-  traced tps 120 80 2 10 -- --attach tracepoint &&
+  traced_by "$workload" tps 120 80 2 10 -- --attach tracepoint &&
     expect_counts tracepoint tps "open=10 read=120 sync=2 write=80"
 else
   na tracepoint "no syscall tracepoints in tracefs"
@@ -81,11 +38,11 @@ fi
 
 # --- only failures ------------------------------------------------------------------------
 
-traced failed 50 40 2 5 7 -- -x && expect_counts failed-only failed "read=7"
+traced_by "$workload" failed 50 40 2 5 7 -- -x && expect_counts failed-only failed "read=7"
 
 # --- injected latency: 6 pipe reads, each waiting 20 ms for the writer thread ---------------
 
-if traced pipe 0 0 0 0 0 6 20 -- -s read; then
+if traced_by "$workload" pipe 0 0 0 0 0 6 20 -- -s read; then
   line=$(json_hists "$(out_of pipe)" | awk -F'\t' '$8 == "read"')
   count=$(echo "$line" | cut -f3)
   p50=$(echo "$line" | cut -f5)
