@@ -7,7 +7,14 @@ use support::*;
 
 #[test]
 fn every_tool_has_a_man_page_listing_its_options() {
-    for tool in ["biolat", "bioslower", "syslat"] {
+    for tool in [
+        "biolat",
+        "bioslower",
+        "syslat",
+        "vfslat",
+        "fslat",
+        "ext4lat",
+    ] {
         let man = run(tool, &["--generate-man"]);
         assert!(man.status.success(), "{tool}: {man:?}");
         let page = String::from_utf8(man.stdout).expect("roff is text");

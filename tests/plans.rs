@@ -13,7 +13,9 @@ use iostack::common::runner::Tool;
 use iostack::common::syscalls;
 use iostack::tools::biolat::{Biolat, BiolatOptions};
 use iostack::tools::bioslower::{Bioslower, BioslowerOptions, Stage};
+use iostack::tools::fnlat::{Fnlat, FnlatOptions, Layer};
 use iostack::tools::syslat::{Syslat, SyslatOptions};
+use iostack::tools::{fslat, vfslat};
 
 /// A kernel of the matrix: where its BTF is, and how it can attach.
 struct Kernel {
@@ -216,6 +218,84 @@ fn syslat_plans_sys_enter_and_sys_exit_on_every_kernel() {
         let plan = Syslat::plan(&prober(&k), &opts).unwrap();
         for (r, want) in [("enter", "tp_btf/sys_enter"), ("exit", "tp_btf/sys_exit")] {
             wrong.extend(row(r, k.name, role(&plan, r), [want; 4]));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// vfslat's and ext4lat's plans: what each operation's first function is hooked with, or why
+/// the tool refuses (the matrix prints the first function of each operation).
+fn fnlat_plan(k: &Kernel, name: &'static str, layer: Layer) -> Result<Vec<String>, String> {
+    let opts = FnlatOptions {
+        name,
+        layer,
+        tasks: Default::default(),
+        unit: Unit::Usecs,
+        per_fs: false,
+        min_ns: None,
+    };
+    let plan = Fnlat::plan(&prober(k), &opts).map_err(|e| e.to_string())?;
+    Ok(layer
+        .ops
+        .iter()
+        .map(|op| role(plan.as_ref(), op.name))
+        .collect())
+}
+
+#[test]
+fn vfslat_and_ext4lat_plan_fentry_on_the_vms_and_refuse_on_the_host() {
+    let mut wrong = Vec::new();
+    let ext4 = fslat::layer("ext4").unwrap();
+    for k in kernels() {
+        for (name, layer, want) in [
+            (
+                "vfslat",
+                vfslat::VFS,
+                vec![
+                    ("read", "fentry/vfs_read"),
+                    ("write", "fentry/vfs_write"),
+                    ("fsync", "fentry/vfs_fsync_range"),
+                    ("open", "fentry/vfs_open"),
+                    ("getattr", "fentry/vfs_getattr"),
+                ],
+            ),
+            (
+                "ext4lat",
+                ext4,
+                vec![
+                    ("read", "fentry/ext4_file_read_iter"),
+                    ("write", "fentry/ext4_file_write_iter"),
+                    ("open", "fentry/ext4_file_open"),
+                    ("fsync", "fentry/ext4_sync_file"),
+                    ("getattr", "fentry/ext4_file_getattr"),
+                ],
+            ),
+        ] {
+            match (k.name, fnlat_plan(&k, name, layer)) {
+                ("host", Err(e)) => {
+                    if !(e.contains("fentry unavailable")
+                        && e.contains("kprobes unavailable")
+                        && e.contains("syslat and biolat work here"))
+                    {
+                        wrong.push(format!("host {name}: refusal without its reasons: {e}"));
+                    }
+                }
+                ("host", Ok(hooks)) => {
+                    wrong.push(format!("host {name}: planned {hooks:?}, must refuse"))
+                }
+                (_, Err(e)) => wrong.push(format!("{} {name}: refused: {e}", k.name)),
+                (_, Ok(hooks)) => {
+                    for (op, hook) in want {
+                        let i = layer.ops.iter().position(|o| o.name == op).unwrap();
+                        if hooks[i] != hook {
+                            wrong.push(format!(
+                                "{} {name} {op}: planned {}, the matrix saw {hook}",
+                                k.name, hooks[i]
+                            ));
+                        }
+                    }
+                }
+            }
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");

@@ -116,6 +116,9 @@ pub fn bin(tool: &str) -> String {
         "biolat" => env!("CARGO_BIN_EXE_biolat").to_string(),
         "syslat" => env!("CARGO_BIN_EXE_syslat").to_string(),
         "bioslower" => env!("CARGO_BIN_EXE_bioslower").to_string(),
+        "vfslat" => env!("CARGO_BIN_EXE_vfslat").to_string(),
+        "fslat" => env!("CARGO_BIN_EXE_fslat").to_string(),
+        "ext4lat" => env!("CARGO_BIN_EXE_ext4lat").to_string(),
         other => panic!("unknown tool {other}"),
     }
 }
