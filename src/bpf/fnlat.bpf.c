@@ -45,10 +45,27 @@ struct start {
 	__s64 pos;  /* --min: the file position at entry, -1 if unknown */
 };
 
-/* A plain hash, not an LRU: an LRU may evict a live start (its free lists are per CPU) and the
- * call would vanish without a word; here a start that does not fit is counted (start_full). A
- * start whose return was never seen (a missed kretprobe) is overwritten by the thread's next
- * call of the same function. */
+/* Starts of one thread, one per slot, in task-local storage (5.11+): found through the task, no
+ * hashing and no locked map update per call, freed with the task. ts = 0: no call in flight.
+ * User space loads with per_task set and falls back to the hash map below where the kernel
+ * refuses. */
+const volatile bool per_task = false;
+
+struct task_starts {
+	struct start s[FNLAT_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_starts);
+} task_starts SEC(".maps");
+
+/* The fallback. A plain hash, not an LRU: an LRU may evict a live start (its free lists are
+ * per CPU) and the call would vanish without a word; here a start that does not fit is counted
+ * (start_full). A start whose return was never seen (a missed kretprobe) is overwritten by the
+ * thread's next call of the same function. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -56,12 +73,21 @@ struct {
 	__type(value, struct start);
 } starts SEC(".maps");
 
+/* --per-fs: keyed by generation, op and filesystem type. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, struct fnlat_key);
 	__type(value, struct hist);
 } hists SEC(".maps");
+
+/* Otherwise one per op, index generation * FNLAT_OPS + op: an array lookup, without hashing. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * FNLAT_OPS);
+	__type(key, __u32);
+	__type(value, struct hist);
+} op_hists SEC(".maps");
 
 /* --min only; user space sizes it (1 entry otherwise). */
 struct {
@@ -107,10 +133,37 @@ static __always_inline void fs_name(char *dst, __u64 obj, __u32 kind)
 		bpf_probe_read_kernel_str(dst, FNLAT_FS_LEN, name);
 }
 
+/* The slot's start in the current task's storage (per_task), made if missing; NULL if not. */
+static __always_inline struct start *task_start(__u32 slot, bool create)
+{
+	struct task_starts *t;
+
+	t = bpf_task_storage_get(&task_starts, bpf_get_current_task_btf(), 0,
+				 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!t || slot >= FNLAT_SLOTS)
+		return NULL;
+	return &t->s[slot];
+}
+
+/* Argument i, a `loff_t *`, of the hooked function. fentry: copied from the trampoline's saved
+ * arguments rather than loaded from the context, since 5.10's verifier refuses a context load
+ * of a pointer to anything but a struct (the 5.10 VM rejected vfslat --min with it). */
+static __always_inline __u64 pos_arg(void *ctx, enum hook_flavour flavour, __u32 i)
+{
+	__u64 v = 0;
+
+	if (flavour != HOOK_FENTRY)
+		return hook_arg(ctx, flavour, i);
+	if (i < 5)
+		bpf_probe_read_kernel(&v, sizeof(v), (__u64 *)ctx + i);
+	return v;
+}
+
 static __always_inline int entry(void *ctx, enum hook_flavour flavour, __u32 slot)
 {
-	struct start_key key = {.tid = (__u32)bpf_get_current_pid_tgid(), .slot = slot};
+	struct start_key key = {.slot = slot};
 	struct start s = {.pos = -1};
+	struct start *ts;
 	__u64 pos_ptr;
 	__u32 a;
 
@@ -129,10 +182,19 @@ static __always_inline int entry(void *ctx, enum hook_flavour flavour, __u32 slo
 
 		if (slots[slot].kind == FNLAT_ARG_KIOCB && iocb)
 			s.pos = BPF_CORE_READ(iocb, ki_pos);
-		else if (a < 5 && (pos_ptr = hook_arg(ctx, flavour, a)))
+		else if (a < 5 && (pos_ptr = pos_arg(ctx, flavour, a)))
 			bpf_probe_read_kernel(&s.pos, sizeof(s.pos), (void *)pos_ptr);
 	}
 	s.ts = bpf_ktime_get_ns();
+	if (per_task) {
+		ts = task_start(slot, true);
+		if (ts)
+			*ts = s;
+		else
+			count_loss(LOSS_START_FULL);
+		return 0;
+	}
+	key.tid = (__u32)bpf_get_current_pid_tgid();
 	if (bpf_map_update_elem(&starts, &key, &s, BPF_ANY))
 		count_loss(LOSS_START_FULL);
 	return 0;
@@ -175,7 +237,7 @@ static __always_inline void report(struct start *s, __u32 slot, __u32 op, __u64 
 
 static __always_inline int leave(void *ctx, long ret, __u32 slot)
 {
-	struct start_key key = {.tid = (__u32)bpf_get_current_pid_tgid(), .slot = slot};
+	struct start_key key = {.slot = slot};
 	struct fnlat_key hk = {};
 	struct start *sp, s;
 	struct hist *h;
@@ -184,15 +246,23 @@ static __always_inline int leave(void *ctx, long ret, __u32 slot)
 
 	if (slot >= FNLAT_SLOTS)
 		return 0;
-	sp = bpf_map_lookup_elem(&starts, &key);
-	if (!sp) {
+	if (per_task) {
+		sp = task_start(slot, false);
+	} else {
+		key.tid = (__u32)bpf_get_current_pid_tgid();
+		sp = bpf_map_lookup_elem(&starts, &key);
+	}
+	if (!sp || !sp->ts) {
 		/* A selected task's call that was in flight when tracing began. */
 		if (current_selected())
 			count_loss(LOSS_NO_START);
 		return 0;
 	}
 	s = *sp;
-	bpf_map_delete_elem(&starts, &key);
+	if (per_task)
+		sp->ts = 0;
+	else
+		bpf_map_delete_elem(&starts, &key);
 	op = slots[slot].op;
 	if (op >= FNLAT_OPS)
 		return 0;
@@ -209,11 +279,16 @@ static __always_inline int leave(void *ctx, long ret, __u32 slot)
 		report(&s, slot, op, now - s.ts, ret);
 		return 0;
 	}
-	hk.gen = hist_gen & 1;
-	hk.op = op;
-	if (per_fs)
+	if (per_fs) {
+		hk.gen = hist_gen & 1;
+		hk.op = op;
 		fs_name(hk.fs, s.obj, slots[slot].kind);
-	h = hist_get(&hists, &hk);
+		h = hist_get(&hists, &hk);
+	} else {
+		__u32 i = (hist_gen & 1) * FNLAT_OPS + op;
+
+		h = bpf_map_lookup_elem(&op_hists, &i);
+	}
 	/* Several slots (functions of one op) write one histogram. */
 	if (h)
 		hist_record_shared(h, now - s.ts);

@@ -269,22 +269,16 @@ impl Tool for Fnlat {
 
     fn open(_prober: &Prober, plan: &mut FnlatPlan, opts: &FnlatOptions) -> Result<Fnlat> {
         let events = opts.min_ns.is_some();
-        let loaded = load_planned(FnlatSkelBuilder::default(), &plan.plan, |open| {
-            let rodata = mapped(open.maps.rodata_data.as_deref_mut(), "fnlat's .rodata")?;
-            rodata.unit_ns = opts.unit.ns();
-            rodata.unit_lg = opts.unit.lg();
-            rodata.per_fs = opts.per_fs;
-            rodata.want_events = events;
-            rodata.min_ns = opts.min_ns.unwrap_or(0);
-            copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
-            for (dst, src) in rodata.slots.iter_mut().zip(&plan.slots) {
-                *dst = *src;
-            }
-            // A ring buffer is a power of two of pages; one page when no events are wanted.
-            let ring = if events { 4 << 20 } else { 4096 };
-            open.maps.events.set_max_entries(ring)?;
-            Ok(())
-        })?;
+        // Starts in task-local storage where the kernel offers it to tracing programs (5.11+),
+        // else the hash map by thread and slot.
+        let (loaded, store) = match load(plan, opts, true) {
+            Ok(loaded) => (loaded, "task-local storage (bpf_task_storage_get)"),
+            Err(_) => (
+                load(plan, opts, false)?,
+                "hash map by thread and function (no task storage for tracing here)",
+            ),
+        };
+        plan.plan.decide("start store", store);
         let queue = match events {
             true => Some(EventQueue::new(&loaded.skel.maps.events)?),
             false => None,
@@ -300,6 +294,40 @@ impl Tool for Fnlat {
     }
 }
 
+/// Loads and attaches the planned programs, starts in task storage (`per_task`) or a hash map.
+fn load(
+    plan: &FnlatPlan,
+    opts: &FnlatOptions,
+    per_task: bool,
+) -> Result<Loaded<FnlatSkel<'static>>> {
+    let events = opts.min_ns.is_some();
+    load_planned(FnlatSkelBuilder::default(), &plan.plan, |open| {
+        // The map type of the path not taken must not even be created (5.10 has none).
+        open.maps.task_starts.set_autocreate(per_task)?;
+        if per_task {
+            open.maps.starts.set_max_entries(1)?;
+        }
+        if !opts.per_fs {
+            open.maps.hists.set_max_entries(1)?;
+        }
+        let rodata = mapped(open.maps.rodata_data.as_deref_mut(), "fnlat's .rodata")?;
+        rodata.per_task = per_task;
+        rodata.unit_ns = opts.unit.ns();
+        rodata.unit_lg = opts.unit.lg();
+        rodata.per_fs = opts.per_fs;
+        rodata.want_events = events;
+        rodata.min_ns = opts.min_ns.unwrap_or(0);
+        copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
+        for (dst, src) in rodata.slots.iter_mut().zip(&plan.slots) {
+            *dst = *src;
+        }
+        // A ring buffer is a power of two of pages; one page when no events are wanted.
+        let ring = if events { 4 << 20 } else { 4096 };
+        open.maps.events.set_max_entries(ring)?;
+        Ok(())
+    })
+}
+
 /// A C string of a fixed array, up to its NUL.
 fn c_str(bytes: &[std::ffi::c_char]) -> String {
     let b: Vec<u8> = bytes
@@ -311,10 +339,6 @@ fn c_str(bytes: &[std::ffi::c_char]) -> String {
 }
 
 impl Fnlat {
-    fn op_name(&self, op: u32) -> &'static str {
-        self.opts.layer.ops.get(op as usize).map_or("?", |o| o.name)
-    }
-
     /// Calls per op that returned -EIOCBQUEUED since the last report.
     fn new_async(&mut self) -> Result<Vec<(String, u64)>> {
         let bss = mapped(
@@ -347,21 +371,37 @@ impl HistogramTool for Fnlat {
             self.loaded.skel.maps.bss_data.as_deref_mut(),
             "fnlat's .bss",
         )?;
-        let drained = self
-            .collector
-            .drain(&mut bss.hist_gen, &self.loaded.skel.maps.hists)?;
-        let losses = self.collector.losses(&bss.losses, &HISTOGRAM_LOSSES);
-        let mut histograms = Vec::with_capacity(drained.len());
-        for (key_bytes, hist) in drained {
-            let mut key = types::fnlat_key::default();
-            plain::copy_from_bytes(&mut key, &key_bytes)
-                .map_err(|e| anyhow!("bad histogram key: {e:?}"))?;
-            let mut labels = vec![("op", self.op_name(key.op).to_string())];
-            if self.opts.per_fs {
-                labels.push(("fs", c_str(&key.fs)));
+        let layer = self.opts.layer;
+        let op_name = |op: u32| {
+            layer
+                .ops
+                .get(op as usize)
+                .map_or("?", |o| o.name)
+                .to_string()
+        };
+        let mut histograms = Vec::new();
+        if self.opts.per_fs {
+            let hists = &self.loaded.skel.maps.hists;
+            for (key_bytes, hist) in self.collector.drain(&mut bss.hist_gen, hists)? {
+                let mut key = types::fnlat_key::default();
+                plain::copy_from_bytes(&mut key, &key_bytes)
+                    .map_err(|e| anyhow!("bad histogram key: {e:?}"))?;
+                let labels = vec![("op", op_name(key.op)), ("fs", c_str(&key.fs))];
+                histograms.push(LabeledHistogram { labels, hist });
             }
-            histograms.push(LabeledHistogram { labels, hist });
+        } else {
+            let hists = &self.loaded.skel.maps.op_hists;
+            for (op, hist) in self
+                .collector
+                .drain_array(&mut bss.hist_gen, hists, OPS as u32)?
+            {
+                histograms.push(LabeledHistogram {
+                    labels: vec![("op", op_name(op))],
+                    hist,
+                });
+            }
         }
+        let losses = self.collector.losses(&bss.losses, &HISTOGRAM_LOSSES);
         // In the table's order of operations, then by filesystem.
         let order = |h: &LabeledHistogram| {
             let op = self

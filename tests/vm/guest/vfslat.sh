@@ -46,7 +46,9 @@ traced_by "$workload" aio "$mnt" 4 0 0 0 aio -- &&
     fi
   }
 # --- --min 0: every operation as an event, with its file and size ------------------------------
-traced_by "$workload" slower "$mnt" 7 5 3 2 -- --min 0 &&
+if ! traced_by "$workload" slower "$mnt" 7 5 3 2 -- --min 0; then
+  fail slower "vfslat --min 0 did not start: $(brief slower)"
+else
   {
     ev="$(out_of slower)"
     got=$(grep -o '"op":"[a-z]*"' "$ev" | cut -d'"' -f4 | sort | uniq -c | awk '{ printf "%s=%s ", $2, $1 }')
@@ -58,5 +60,6 @@ traced_by "$workload" slower "$mnt" 7 5 3 2 -- --min 0 &&
       fail slower "want fsync=3 open=2 read=7 write=5 events, 12 of 4096 bytes, nothing lost; got $got ($rw well-formed); $summary"
     fi
   }
+fi
 rm -f "$mnt"/file_workload.*
 umount "$mnt"
