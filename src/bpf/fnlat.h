@@ -27,9 +27,11 @@ struct fnlat_slot {
 	__u32 pos_arg;  /* --min: argument index of a loff_t * holding the position, or ~0 */
 };
 
+/* --per-fs histograms. Keyed by slot, not op: each histogram then has one writer (the slot's
+ * exit program), and user space adds the slots of an op together. */
 struct fnlat_key {
 	__u32 gen;                  /* double-buffer generation, see lib/hist.bpf.h */
-	__u32 op;
+	__u32 slot;
 	char fs[FNLAT_FS_LEN];      /* --per-fs: the superblock's filesystem type, else empty */
 };
 

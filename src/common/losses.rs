@@ -20,6 +20,9 @@ pub enum Loss {
     RingBufferFull,
     /// Completed per /proc/diskstats, never seen by the BPF programs.
     Unseen,
+    /// An end the kernel did not run our program for: it would have run nested in itself on
+    /// one CPU (the program's `recursion_misses`, read from the kernel).
+    Skipped,
 }
 
 /// How many of what: the noun a tool counts in (`I/O`, `call`).
@@ -57,6 +60,7 @@ impl Loss {
             Loss::Clock => "clock",
             Loss::RingBufferFull => "ring_buffer_full",
             Loss::Unseen => "unseen",
+            Loss::Skipped => "skipped",
         }
     }
 
@@ -72,6 +76,9 @@ impl Loss {
                 "not shown: the ring buffer was full (output could not keep up)"
             }
             Loss::Unseen => "completed (per /proc/diskstats) that never reached the BPF programs",
+            Loss::Skipped => {
+                "not timed: the kernel skipped the program at their end (it would have run nested in itself on one CPU)"
+            }
         }
     }
 
@@ -108,6 +115,26 @@ pub fn read_kernel_losses(losses: &[u64; Loss::KERNEL.len()]) -> [u64; Loss::KER
     // SAFETY: the array lives in the object's mmap-ed .bss for the skeleton's life; volatile
     // reads, as the kernel writes it concurrently.
     std::array::from_fn(|i| unsafe { std::ptr::read_volatile(&losses[i]) })
+}
+
+/// How many times the kernel skipped these programs rather than run one nested in itself on a
+/// CPU (`bpf_prog_info.recursion_misses`, 5.12+; 0 where the kernel does not count them).
+pub fn recursion_misses<'a>(progs: impl Iterator<Item = std::os::fd::BorrowedFd<'a>>) -> u64 {
+    use std::os::fd::AsRawFd;
+    progs
+        .map(|fd| {
+            let mut info = libbpf_sys::bpf_prog_info::default();
+            let mut len = std::mem::size_of_val(&info) as u32;
+            // SAFETY: bpf(2) fills at most `len` bytes of the info we own.
+            let rc =
+                unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
+            if rc == 0 {
+                info.recursion_misses
+            } else {
+                0
+            }
+        })
+        .sum()
 }
 
 /// A loss reported in-band by an event tool, as it happens.

@@ -11,12 +11,14 @@ use anyhow::{anyhow, Context, Result};
 
 use crate::common::events::EventQueue;
 use crate::common::filter::TaskFilter;
-use crate::common::hist::Unit;
+use crate::common::hist::{LatencyHistogram, Unit};
 use crate::common::hooks::{plan_function, FunctionHook, FunctionPrograms};
 use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
-use crate::common::losses::{read_kernel_losses, Loss, LossEvent, LossTally, Noun, CALLS};
+use crate::common::losses::{
+    read_kernel_losses, recursion_misses, Loss, LossEvent, LossTally, Noun, CALLS,
+};
 use crate::common::maps::HistogramCollector;
-use crate::common::plan::AttachPlan;
+use crate::common::plan::{AttachPlan, Flavor};
 use crate::common::prober::Prober;
 use crate::common::report::{local_hms, HistogramReport, LabeledHistogram};
 use crate::common::runner::{EventTool, HistogramTool, Tool};
@@ -156,6 +158,12 @@ pub struct Fnlat {
     async_seen: [u64; OPS],
     queue: Option<EventQueue<types::fnlat_event>>,
     losses: LossTally,
+    /// What each slot counts for (its op), as planned.
+    slots: Vec<types::fnlat_slot>,
+    /// The exit programs (fexit, kretprobe), whose skipped runs are calls lost; a skipped
+    /// entry shows at the exit as `no_start`.
+    exits: Vec<&'static str>,
+    skipped_seen: u64,
 }
 
 const HISTOGRAM_LOSSES: [Loss; 4] = [Loss::NoStart, Loss::StartFull, Loss::HistFull, Loss::Clock];
@@ -290,6 +298,15 @@ impl Tool for Fnlat {
             async_seen: [0; OPS],
             queue,
             losses: LossTally::default(),
+            slots: plan.slots.clone(),
+            exits: plan
+                .plan
+                .programs
+                .iter()
+                .filter(|p| matches!(p.flavor, Flavor::Fexit | Flavor::Kretprobe))
+                .map(|p| p.program)
+                .collect(),
+            skipped_seen: 0,
         })
     }
 }
@@ -339,6 +356,24 @@ fn c_str(bytes: &[std::ffi::c_char]) -> String {
 }
 
 impl Fnlat {
+    /// Calls whose exit program the kernel skipped since the last call.
+    fn new_skipped(&mut self) -> u64 {
+        use libbpf_rs::skel::Skel as _;
+        use std::os::fd::AsFd as _;
+        let exits = &self.exits;
+        let progs: Vec<_> = self
+            .loaded
+            .skel
+            .object()
+            .progs()
+            .filter(|p| exits.iter().any(|e| p.name() == *e))
+            .collect();
+        let now = recursion_misses(progs.iter().map(|p| p.as_fd()));
+        let new = now.saturating_sub(self.skipped_seen);
+        self.skipped_seen = now;
+        new
+    }
+
     /// Calls per op that returned -EIOCBQUEUED since the last report.
     fn new_async(&mut self) -> Result<Vec<(String, u64)>> {
         let bss = mapped(
@@ -372,36 +407,46 @@ impl HistogramTool for Fnlat {
             "fnlat's .bss",
         )?;
         let layer = self.opts.layer;
-        let op_name = |op: u32| {
+        // The kernel keeps a histogram per slot (function); an op's are added together.
+        let slots = &self.slots;
+        let op_name = |slot: u32| {
+            let op = slots.get(slot as usize).map_or(u32::MAX, |s| s.op);
             layer
                 .ops
                 .get(op as usize)
                 .map_or("?", |o| o.name)
                 .to_string()
         };
-        let mut histograms = Vec::new();
+        let mut histograms: Vec<LabeledHistogram> = Vec::new();
+        let mut add = |labels: Vec<(&'static str, String)>, hist: LatencyHistogram| match histograms
+            .iter_mut()
+            .find(|h| h.labels == labels)
+        {
+            Some(h) => h.hist.merge(&hist),
+            None => histograms.push(LabeledHistogram { labels, hist }),
+        };
         if self.opts.per_fs {
             let hists = &self.loaded.skel.maps.hists;
             for (key_bytes, hist) in self.collector.drain(&mut bss.hist_gen, hists)? {
                 let mut key = types::fnlat_key::default();
                 plain::copy_from_bytes(&mut key, &key_bytes)
                     .map_err(|e| anyhow!("bad histogram key: {e:?}"))?;
-                let labels = vec![("op", op_name(key.op)), ("fs", c_str(&key.fs))];
-                histograms.push(LabeledHistogram { labels, hist });
+                add(
+                    vec![("op", op_name(key.slot)), ("fs", c_str(&key.fs))],
+                    hist,
+                );
             }
         } else {
-            let hists = &self.loaded.skel.maps.op_hists;
-            for (op, hist) in self
+            let hists = &self.loaded.skel.maps.slot_hists;
+            let drained = self
                 .collector
-                .drain_array(&mut bss.hist_gen, hists, OPS as u32)?
-            {
-                histograms.push(LabeledHistogram {
-                    labels: vec![("op", op_name(op))],
-                    hist,
-                });
+                .drain_array(&mut bss.hist_gen, hists, SLOTS as u32)?;
+            for (slot, hist) in drained {
+                add(vec![("op", op_name(slot))], hist);
             }
         }
-        let losses = self.collector.losses(&bss.losses, &HISTOGRAM_LOSSES);
+        let mut losses = self.collector.losses(&bss.losses, &HISTOGRAM_LOSSES);
+        losses.push((Loss::Skipped, self.new_skipped()));
         // In the table's order of operations, then by filesystem.
         let order = |h: &LabeledHistogram| {
             let op = self
@@ -454,6 +499,7 @@ impl EventTool for Fnlat {
         Loss::NoStart,
         Loss::StartFull,
         Loss::Clock,
+        Loss::Skipped,
     ];
 
     fn banner(&self) -> String {
@@ -502,9 +548,11 @@ impl EventTool for Fnlat {
             self.loaded.skel.maps.bss_data.as_deref_mut(),
             "fnlat's .bss",
         )?;
-        let losses = self
+        let mut losses = self
             .losses
-            .delta(&read_kernel_losses(&bss.losses), Self::LOSSES)
+            .delta(&read_kernel_losses(&bss.losses), Self::LOSSES);
+        losses.push((Loss::Skipped, self.new_skipped()));
+        let losses = losses
             .into_iter()
             .filter(|&(_, n)| n > 0)
             .map(|(kind, n)| LossEvent {

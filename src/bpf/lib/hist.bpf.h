@@ -102,25 +102,4 @@ static __always_inline void hist_record_exclusive(struct hist *h, __u64 delta_ns
 		h->max_ns = delta_ns;
 }
 
-/* The same for a histogram that several programs write (one per hooked function of an
- * operation): atomic adds, uncontended on per-CPU values, so that two programs interleaving on
- * one CPU (a preemptible kernel) lose nothing. max is best effort. */
-static __always_inline void hist_record_shared(struct hist *h, __u64 delta_ns)
-{
-	__u32 lg = log2_u64(delta_ns);
-	__u64 slot = hist_slot(delta_ns, lg);
-	__u64 fine = fine_bucket_h(delta_ns, lg);
-
-	__sync_fetch_and_add(&h->count, 1);
-	__sync_fetch_and_add(&h->sum_ns, delta_ns);
-	barrier_var(slot);
-	if (slot < HIST_LOG2_SLOTS)
-		__sync_fetch_and_add(&h->slots[slot], 1);
-	barrier_var(fine);
-	if (fine < HIST_FINE_BUCKETS)
-		__sync_fetch_and_add(&h->fine[fine], 1);
-	if (delta_ns > h->max_ns)
-		h->max_ns = delta_ns;
-}
-
 #endif
