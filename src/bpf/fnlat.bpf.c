@@ -146,6 +146,9 @@ static __always_inline struct start *task_start(__u32 slot, bool create)
 				 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (!t || slot >= FNLAT_SLOTS)
 		return NULL;
+	/* Keeps clang from computing &t->s[slot] before the NULL check, which the verifier refuses
+	 * ("pointer arithmetic on map_value_or_null prohibited": 6.12, 2026-11-24). */
+	barrier_var(t);
 	return &t->s[slot];
 }
 

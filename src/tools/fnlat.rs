@@ -280,10 +280,13 @@ impl Tool for Fnlat {
         // Starts in task-local storage where the kernel offers it to tracing programs (5.11+),
         // else the hash map by thread and slot.
         let (loaded, store) = match load(plan, opts, true) {
-            Ok(loaded) => (loaded, "task-local storage (bpf_task_storage_get)"),
-            Err(_) => (
+            Ok(loaded) => (
+                loaded,
+                "task-local storage (bpf_task_storage_get)".to_string(),
+            ),
+            Err(e) => (
                 load(plan, opts, false)?,
-                "hash map by thread and function (no task storage for tracing here)",
+                format!("hash map by thread and function (with task-local storage: {e:#})"),
             ),
         };
         plan.plan.decide("start store", store);

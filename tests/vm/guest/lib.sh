@@ -438,10 +438,10 @@ fn_path() {
   path "$1" "${_hook:-none}"
 }
 
-# mounted DISK DIR FSTYPE: mounts DISK on DIR (created); non-zero with a log line if it cannot.
+# mounted DISK DIR FSTYPE [OPTIONS]: mounts DISK on DIR (created); non-zero with a log line if it cannot.
 mounted() {
   mkdir -p "$2"
-  mount -t "$3" "/dev/$1" "$2" 2>"$IOSTACK_WORK/mount.err" ||
+  mount -t "$3" -o "${4:-defaults}" "/dev/$1" "$2" 2>"$IOSTACK_WORK/mount.err" ||
     { log "mount $1 ($3) on $2 failed: $(cat "$IOSTACK_WORK/mount.err")"; return 1; }
 }
 

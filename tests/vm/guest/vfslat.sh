@@ -15,6 +15,7 @@ fn_explain_or_refusal count-exact per-fs aio slower --
 hooked=$?
 for op in read write fsync open getattr; do fn_path "$op"; done
 [ "$hooked" -eq 0 ] || exit 0
+path starts "$(awk '$1 == "start" && $2 == "store" { print $3 "-" $4; exit }' "$(out_of explain)")"
 
 if ! mounted "$fast" "$mnt" ext4; then
   fail count-exact "could not mount the fast disk's ext4"
