@@ -99,22 +99,12 @@ static __always_inline __u64 request_start(struct request *rq, __u32 flags, bool
 static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool typed)
 {
 	__u32 dev = rq_dev(rq, typed);
-	__u32 flags, cmd, op;
+	__u32 flags, cmd;
 	struct biolat_key hk = {};
-	enum rq_end kind;
 	struct hist *h;
 	__u64 ts, now;
 
-	if (!disk_selected(dev))
-		return 0;
-	flags = IOSTACK_GET(typed, rq, rq_flags);
-	cmd = IOSTACK_GET(typed, rq, cmd_flags);
-	op = cmd & IOSTACK_REQ_OP_MASK;
-	kind = classify(nr_bytes, IOSTACK_GET(typed, rq, __data_len), flags, op);
-	if (kind == COMPLETION_PARTIAL)
-		return 0;
-	count_seen(dev, flags, op);
-	if (kind == COMPLETION_EMPTY)
+	if (!request_ended(rq, dev, nr_bytes, typed, &flags, &cmd))
 		return 0;
 	ts = request_start(rq, flags, typed);
 	if (!ts) {

@@ -242,22 +242,11 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 {
 	__u32 dev = rq_dev(rq, typed);
 	__u64 now, start = 0, issue = 0;
-	__u32 flags, cmd, op;
-	enum rq_end kind;
+	__u32 flags, cmd;
 	struct slow_event *e;
 	struct owner who;
 
-	if (!disk_selected(dev))
-		return 0;
-	flags = IOSTACK_GET(typed, rq, rq_flags);
-	cmd = IOSTACK_GET(typed, rq, cmd_flags);
-	op = cmd & IOSTACK_REQ_OP_MASK;
-	kind = classify(nr_bytes, IOSTACK_GET(typed, rq, __data_len), flags, op);
-	/* A partial completion: the request goes on; report it when it ends. */
-	if (kind == COMPLETION_PARTIAL)
-		return 0;
-	count_seen(dev, flags, op);
-	if (kind == COMPLETION_EMPTY)
+	if (!request_ended(rq, dev, nr_bytes, typed, &flags, &cmd))
 		return 0;
 	if (stamps == STAMPS_KERNEL) {
 		if (!kernel_starts(rq, flags, typed, &start, &issue, &who))

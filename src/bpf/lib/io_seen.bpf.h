@@ -17,6 +17,7 @@
 #define IOSTACK_IO_SEEN_BPF_H
 
 #include "lib/blk.bpf.h"
+#include "lib/disk_filter.bpf.h"
 
 /* rq->rq_flags bits and the flush op, from this kernel's BTF or the constants of kernels that
  * still #define them (user space decides: src/common/blk.rs, RequestBits, which mirrors this
@@ -116,6 +117,28 @@ static __always_inline void count_seen(__u32 dev, __u32 flags, __u32 op)
 	n = bpf_map_lookup_elem(&io_seen, &dev);
 	if (n)
 		(*n)++;
+}
+
+/* What every block_rq_complete program does first: on a watched disk, a completion that ends
+ * its request is counted as diskstats counts it. True when it ends an I/O to record (its flags
+ * and cmd_flags then in *flags and *cmd); false for another disk, a partial completion (the
+ * request goes on: it is recorded when it ends) or an empty one. */
+static __always_inline bool request_ended(struct request *rq, __u32 dev, __u32 nr_bytes, bool typed,
+					  __u32 *flags, __u32 *cmd)
+{
+	enum rq_end kind;
+	__u32 op;
+
+	if (!disk_selected(dev))
+		return false;
+	*flags = IOSTACK_GET(typed, rq, rq_flags);
+	*cmd = IOSTACK_GET(typed, rq, cmd_flags);
+	op = *cmd & IOSTACK_REQ_OP_MASK;
+	kind = classify(nr_bytes, IOSTACK_GET(typed, rq, __data_len), *flags, op);
+	if (kind == COMPLETION_PARTIAL)
+		return false;
+	count_seen(dev, *flags, op);
+	return kind == COMPLETION_ENDS;
 }
 
 #endif
