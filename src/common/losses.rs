@@ -89,6 +89,18 @@ impl Loss {
     }
 }
 
+/// What an event tool can lose, in the order of its summary: the ring buffer, a missing or
+/// unstorable start, the clock, then the kind only it has (`unseen`, `skipped`).
+pub const fn event_losses(own: Loss) -> [Loss; 5] {
+    [
+        Loss::RingBufferFull,
+        Loss::NoStart,
+        Loss::StartFull,
+        Loss::Clock,
+        own,
+    ]
+}
+
 /// Turns the kernel's cumulative `losses[]` into what is new since the last call.
 #[derive(Default)]
 pub struct LossTally {

@@ -16,7 +16,9 @@ use crate::common::events::EventQueue;
 use crate::common::filter::TaskFilter;
 use crate::common::ioevent::{ns_to_ms, text_header, IoEvent};
 use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
-use crate::common::losses::{read_kernel_losses, Loss, LossEvent, LossTally, Noun, IOS};
+use crate::common::losses::{
+    event_losses, read_kernel_losses, Loss, LossEvent, LossTally, Noun, IOS,
+};
 use crate::common::maps::per_cpu_counts;
 use crate::common::plan::AttachPlan;
 use crate::common::prober::Prober;
@@ -249,13 +251,7 @@ impl Bioslower {
 impl EventTool for Bioslower {
     type Event = IoEvent;
     const NOUN: Noun = IOS;
-    const LOSSES: &'static [Loss] = &[
-        Loss::RingBufferFull,
-        Loss::NoStart,
-        Loss::StartFull,
-        Loss::Clock,
-        Loss::Unseen,
-    ];
+    const LOSSES: &'static [Loss] = &event_losses(Loss::Unseen);
 
     fn banner(&self) -> String {
         let what = match self.opts.stage {

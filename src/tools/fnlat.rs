@@ -15,7 +15,7 @@ use crate::common::hist::{LatencyHistogram, Unit};
 use crate::common::hooks::{plan_function, FunctionHook, FunctionPrograms};
 use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
 use crate::common::losses::{
-    read_kernel_losses, recursion_misses, Loss, LossEvent, LossTally, Noun, CALLS,
+    event_losses, read_kernel_losses, recursion_misses, Loss, LossEvent, LossTally, Noun, CALLS,
 };
 use crate::common::maps::HistogramCollector;
 use crate::common::plan::{AttachPlan, Flavor};
@@ -497,13 +497,7 @@ pub struct SlowCall {
 impl EventTool for Fnlat {
     type Event = SlowCall;
     const NOUN: Noun = CALLS;
-    const LOSSES: &'static [Loss] = &[
-        Loss::RingBufferFull,
-        Loss::NoStart,
-        Loss::StartFull,
-        Loss::Clock,
-        Loss::Skipped,
-    ];
+    const LOSSES: &'static [Loss] = &event_losses(Loss::Skipped);
 
     fn banner(&self) -> String {
         format!(
