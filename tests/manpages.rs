@@ -1,5 +1,6 @@
 //! Each tool's man page is generated from the same definition as its command line: every option
-//! `--help` lists is documented, under the tool's name, in section 8.
+//! `--help` lists is documented, under the tool's name, in section 8, with the tool's examples;
+//! its completions too; and `--version` says which libbpf the tool runs on.
 
 mod support;
 
@@ -22,6 +23,7 @@ fn every_tool_has_a_man_page_listing_its_options() {
             page.contains(&format!(".TH {tool} 8")),
             "{tool}: no .TH line"
         );
+        assert!(page.contains(".SH EXAMPLES"), "{tool}: no EXAMPLES section");
         let help = String::from_utf8(run(tool, &["--help"]).stdout).unwrap();
         let longs: Vec<&str> = help
             .split_whitespace()
@@ -38,4 +40,44 @@ fn every_tool_has_a_man_page_listing_its_options() {
             );
         }
     }
+}
+
+#[test]
+fn every_tool_completes_in_bash_zsh_and_fish_under_its_own_name() {
+    for tool in [
+        "biolat",
+        "bioslower",
+        "syslat",
+        "vfslat",
+        "fslat",
+        "ext4lat",
+    ] {
+        for (shell, mark) in [
+            ("bash", format!("complete -F _{tool} ")),
+            ("zsh", format!("#compdef {tool}")),
+            ("fish", format!("complete -c {tool} ")),
+        ] {
+            let out = run(tool, &["--generate-completion", shell]);
+            assert!(out.status.success(), "{tool} {shell}: {out:?}");
+            let script = String::from_utf8(out.stdout).unwrap();
+            assert!(script.contains(&mark), "{tool} {shell}: no '{mark}'");
+        }
+    }
+}
+
+#[test]
+fn version_names_the_libbpf_in_use_and_where_it_comes_from() {
+    let out = run("biolat", &["--version"]);
+    assert!(out.status.success());
+    let line = String::from_utf8(out.stdout).unwrap();
+    let origin = if cfg!(feature = "vendored-libbpf") {
+        "vendored, static"
+    } else {
+        "system, shared"
+    };
+    assert!(
+        line.starts_with(&format!("biolat {} (libbpf 1.", env!("CARGO_PKG_VERSION")))
+            && line.trim_end().ends_with(&format!("{origin})")),
+        "{line}"
+    );
 }

@@ -26,7 +26,7 @@ const EXAMPLES: &str = "Examples:
 
 /// Print every block I/O slower than a threshold, as it completes.
 #[derive(Parser, Debug)]
-#[command(name = "bioslower", version, after_help = EXAMPLES)]
+#[command(name = "bioslower", after_help = EXAMPLES)]
 struct Cli {
     /// Show I/O slower than this: milliseconds (10, 0.5) or with a unit (500us, 1.5ms, 2s);
     /// 0 shows every I/O

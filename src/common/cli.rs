@@ -72,7 +72,18 @@ pub fn histogram_command<A: Args>(
         .bin_name(tool)
         .about(about)
         .after_help(examples)
-        .version(env!("CARGO_PKG_VERSION"))
+}
+
+/// `--version`: ours, and the libbpf in use, e.g. `0.1.0 (libbpf 1.7, vendored, static)`.
+fn version_line() -> &'static str {
+    static LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINE.get_or_init(|| {
+        format!(
+            "{} ({})",
+            env!("CARGO_PKG_VERSION"),
+            crate::common::libbpf::libbpf_in_use()
+        )
+    })
 }
 
 /// Parses the command line; a bad one is reported in one line and exits with status 2
@@ -83,9 +94,8 @@ pub fn parse<T: Parser>(tool: &str) -> T {
 
 /// The same for a command built at run time (`histogram_command`).
 pub fn parse_command<T: clap::FromArgMatches>(tool: &str, command: clap::Command) -> T {
-    if std::env::args_os().nth(1).is_some_and(|a| a == MAN_FLAG) {
-        print_man_page(tool, command);
-    }
+    let command = command.version(version_line());
+    crate::common::docs::generate_if_asked(tool, &command);
     match command
         .try_get_matches()
         .and_then(|m| T::from_arg_matches(&m))
@@ -102,25 +112,6 @@ pub fn parse_command<T: clap::FromArgMatches>(tool: &str, command: clap::Command
             }
             eprintln!("{}", one_line_clap_error(tool, &err.to_string()));
             std::process::exit(2);
-        }
-    }
-}
-
-/// `tool --generate-man` prints the tool's man page (section 8, roff, from its clap definition)
-/// and exits: how `scripts/manpages` and packagers get them. Not in `--help`: not for users.
-pub const MAN_FLAG: &str = "--generate-man";
-
-fn print_man_page(tool: &str, command: clap::Command) -> ! {
-    use std::io::Write;
-    let man = clap_mangen::Man::new(command).section("8");
-    let mut out = std::io::stdout().lock();
-    match man.render(&mut out).and_then(|()| out.flush()) {
-        Ok(()) => std::process::exit(0),
-        // `--generate-man | head`: the reader has what it wanted.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
-        Err(e) => {
-            eprintln!("{tool}: writing the man page failed: {e}");
-            std::process::exit(1);
         }
     }
 }

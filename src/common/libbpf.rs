@@ -28,3 +28,22 @@ impl Drop for QuietLibbpf {
         libbpf_rs::set_print(self.0.take());
     }
 }
+
+/// Which libbpf this build runs on, for `--version`: the version of the library actually in use
+/// (the system's libbpf.so can be newer than the headers we were built against) and where it
+/// comes from (the `vendored-libbpf` feature links libbpf-sys' copy statically).
+pub fn libbpf_in_use() -> String {
+    // SAFETY: both functions only return constants compiled into libbpf.
+    let (major, minor) = unsafe {
+        (
+            libbpf_sys::libbpf_major_version(),
+            libbpf_sys::libbpf_minor_version(),
+        )
+    };
+    let origin = if cfg!(feature = "vendored-libbpf") {
+        "vendored, static"
+    } else {
+        "system, shared"
+    };
+    format!("libbpf {major}.{minor}, {origin}")
+}

@@ -137,9 +137,16 @@ pub fn recursion_misses<'a>(progs: impl Iterator<Item = std::os::fd::BorrowedFd<
         .map(|fd| {
             let mut info = libbpf_sys::bpf_prog_info::default();
             let mut len = std::mem::size_of_val(&info) as u32;
+            // bpf_obj_get_info_by_fd, not bpf_prog_get_info_by_fd: the latter is libbpf 1.2+,
+            // and distributions build us against their libbpf (Debian 12 has 1.1).
             // SAFETY: bpf(2) fills at most `len` bytes of the info we own.
-            let rc =
-                unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
+            let rc = unsafe {
+                libbpf_sys::bpf_obj_get_info_by_fd(
+                    fd.as_raw_fd(),
+                    (&mut info as *mut libbpf_sys::bpf_prog_info).cast(),
+                    &mut len,
+                )
+            };
             if rc == 0 {
                 info.recursion_misses
             } else {

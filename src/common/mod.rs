@@ -7,6 +7,7 @@
 pub mod blk;
 pub mod cli;
 pub mod disk;
+pub mod docs;
 pub mod error;
 pub mod events;
 pub mod filter;

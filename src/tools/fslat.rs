@@ -137,6 +137,24 @@ mod tests {
     }
 
     #[test]
+    fn the_installed_aliases_are_exactly_our_filesystems() {
+        // scripts/aliases is what the install script and the packages link to fslat.
+        let aliases: Vec<(&str, &str)> = include_str!("../../scripts/aliases")
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| {
+                let mut words = l.split_whitespace();
+                (words.next().unwrap(), words.next().unwrap())
+            })
+            .collect();
+        let expected: Vec<String> = names().iter().map(|fs| format!("{fs}lat")).collect();
+        let listed: Vec<String> = aliases.iter().map(|(a, _)| a.to_string()).collect();
+        assert_eq!(listed, expected);
+        assert!(aliases.iter().all(|(a, t)| *t == "fslat"
+            && from_program_name(a).map(|fs| format!("{fs}lat")) == Some(a.to_string())));
+    }
+
+    #[test]
     fn every_filesystem_has_its_five_operations() {
         for fs in names() {
             let l = layer(fs).unwrap();

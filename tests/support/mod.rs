@@ -118,9 +118,25 @@ pub fn bin(tool: &str) -> String {
         "bioslower" => env!("CARGO_BIN_EXE_bioslower").to_string(),
         "vfslat" => env!("CARGO_BIN_EXE_vfslat").to_string(),
         "fslat" => env!("CARGO_BIN_EXE_fslat").to_string(),
-        "ext4lat" => env!("CARGO_BIN_EXE_ext4lat").to_string(),
-        other => panic!("unknown tool {other}"),
+        alias => alias_of_fslat(alias),
     }
+}
+
+/// `ext4lat`, `xfslat`...: installed as links to fslat (scripts/aliases), so here too: a link
+/// with the alias' name, since the name is what chooses the filesystem.
+fn alias_of_fslat(alias: &str) -> String {
+    assert!(
+        alias.ends_with("lat") && alias != "fslat",
+        "unknown tool {alias}"
+    );
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("aliases");
+    std::fs::create_dir_all(&dir).expect("alias directory");
+    let link = dir.join(alias);
+    if std::fs::read_link(&link).is_err() {
+        // Several tests may race to make it: whoever loses finds it made.
+        let _ = std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_fslat"), &link);
+    }
+    link.to_string_lossy().into_owned()
 }
 
 /// A tool running in the background, its output collected as it comes.
