@@ -3,11 +3,11 @@
 //! kernel.bpf_stats_enabled is 1). For benchmarks where bpftool is not at hand (the kernel-matrix
 //! VMs); root.
 //!
-//! Plain `bpf_prog_get_info_by_fd` per id, not libbpf-rs's ProgInfoIter: that iterator ends the
+//! Plain `bpf_obj_get_info_by_fd` per id (`iostack::common::losses::prog_info`), not libbpf-rs's ProgInfoIter: that iterator ends the
 //! whole walk at the first program whose info it cannot load. A program we cannot read is named
 //! on stderr and skipped.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 
 fn main() {
     let mut id = 0u32;
@@ -23,17 +23,16 @@ fn main() {
             continue;
         }
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let mut info = libbpf_sys::bpf_prog_info::default();
-        let mut len = std::mem::size_of_val(&info) as u32;
-        let rc =
-            unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
-        if rc != 0 {
-            eprintln!(
-                "bpf_prog_stats: program {id}: {}",
-                std::io::Error::from_raw_os_error(-rc)
-            );
-            continue;
-        }
+        let info = match iostack::common::losses::prog_info(fd.as_fd()) {
+            Ok(info) => info,
+            Err(errno) => {
+                eprintln!(
+                    "bpf_prog_stats: program {id}: {}",
+                    std::io::Error::from_raw_os_error(errno)
+                );
+                continue;
+            }
+        };
         let name: Vec<u8> = info
             .name
             .iter()

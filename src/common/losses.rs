@@ -132,28 +132,31 @@ pub fn read_kernel_losses(losses: &[u64; Loss::KERNEL.len()]) -> [u64; Loss::KER
 /// How many times the kernel skipped these programs rather than run one nested in itself on a
 /// CPU (`bpf_prog_info.recursion_misses`, 5.12+; 0 where the kernel does not count them).
 pub fn recursion_misses<'a>(progs: impl Iterator<Item = std::os::fd::BorrowedFd<'a>>) -> u64 {
-    use std::os::fd::AsRawFd;
     progs
-        .map(|fd| {
-            let mut info = libbpf_sys::bpf_prog_info::default();
-            let mut len = std::mem::size_of_val(&info) as u32;
-            // bpf_obj_get_info_by_fd, not bpf_prog_get_info_by_fd: the latter is libbpf 1.2+,
-            // and distributions build us against their libbpf (Debian 12 has 1.1).
-            // SAFETY: bpf(2) fills at most `len` bytes of the info we own.
-            let rc = unsafe {
-                libbpf_sys::bpf_obj_get_info_by_fd(
-                    fd.as_raw_fd(),
-                    (&mut info as *mut libbpf_sys::bpf_prog_info).cast(),
-                    &mut len,
-                )
-            };
-            if rc == 0 {
-                info.recursion_misses
-            } else {
-                0
-            }
-        })
+        .map(|fd| prog_info(fd).map_or(0, |info| info.recursion_misses))
         .sum()
+}
+
+/// A loaded program's `bpf_prog_info` (run counters, name...), or the errno bpf(2) returned.
+pub fn prog_info(fd: std::os::fd::BorrowedFd<'_>) -> Result<libbpf_sys::bpf_prog_info, i32> {
+    use std::os::fd::AsRawFd;
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of_val(&info) as u32;
+    // bpf_obj_get_info_by_fd, not bpf_prog_get_info_by_fd: the latter is libbpf 1.2+, and
+    // distributions build us against their libbpf (Debian 12 has 1.1).
+    // SAFETY: bpf(2) fills at most `len` bytes of the info we own.
+    let rc = unsafe {
+        libbpf_sys::bpf_obj_get_info_by_fd(
+            fd.as_raw_fd(),
+            (&mut info as *mut libbpf_sys::bpf_prog_info).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(info)
+    } else {
+        Err(-rc)
+    }
 }
 
 /// A loss reported in-band by an event tool, as it happens.
