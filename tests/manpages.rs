@@ -6,16 +6,19 @@ mod support;
 
 use support::*;
 
+/// Every tool, and one alias (a link to fslat).
+const TOOLS: [&str; 6] = [
+    "biolat",
+    "bioslower",
+    "syslat",
+    "vfslat",
+    "fslat",
+    "ext4lat",
+];
+
 #[test]
 fn every_tool_has_a_man_page_listing_its_options() {
-    for tool in [
-        "biolat",
-        "bioslower",
-        "syslat",
-        "vfslat",
-        "fslat",
-        "ext4lat",
-    ] {
+    for tool in TOOLS {
         let man = run(tool, &["--generate-man"]);
         assert!(man.status.success(), "{tool}: {man:?}");
         let page = String::from_utf8(man.stdout).expect("roff is text");
@@ -44,14 +47,7 @@ fn every_tool_has_a_man_page_listing_its_options() {
 
 #[test]
 fn every_tool_completes_in_bash_zsh_and_fish_under_its_own_name() {
-    for tool in [
-        "biolat",
-        "bioslower",
-        "syslat",
-        "vfslat",
-        "fslat",
-        "ext4lat",
-    ] {
+    for tool in TOOLS {
         for (shell, mark) in [
             ("bash", format!("complete -F _{tool} ")),
             ("zsh", format!("#compdef {tool}")),
