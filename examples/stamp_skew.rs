@@ -50,16 +50,17 @@ fn main() {
     let (Some(disk), Some(count)) = (args.get(1), args.get(2)) else {
         fail("usage: stamp_skew DISK COUNT".into())
     };
-    let filter =
-        iostack::common::disk::DiskFilter::parse(disk).unwrap_or_else(|e| fail(format!("{e:#}")));
-    let prober = iostack::common::prober::Prober::new().unwrap_or_else(|e| fail(format!("{e:#}")));
+    let filter = iostack::common::block::disk::DiskFilter::parse(disk)
+        .unwrap_or_else(|e| fail(format!("{e:#}")));
+    let prober =
+        iostack::common::kernel::prober::Prober::new().unwrap_or_else(|e| fail(format!("{e:#}")));
     let mut storage = MaybeUninit::uninit();
     let mut open = skel::StampSkewSkelBuilder::default()
         .open(&mut storage)
         .unwrap_or_else(|e| fail(format!("opening: {e}")));
     let rodata = open.maps.rodata_data.as_deref_mut().expect("rodata");
     rodata.dev = filter.dev;
-    let bits = iostack::common::blk::RequestBits::from_btf(&prober);
+    let bits = iostack::common::block::RequestBits::from_btf(&prober);
     iostack::common::load::copy_struct("rq_bits", &mut rodata.rq_bits, &bits)
         .unwrap_or_else(|e| fail(format!("{e:#}")));
     let has_io_start = prober.has_tracepoint("block", "block_io_start");

@@ -22,7 +22,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let stop = iostack::common::runner::StopSignal::install().unwrap_or_else(|e| {
+    let stop = iostack::common::run::StopSignal::install().unwrap_or_else(|e| {
         eprintln!("syscall_hook_floor: {e}");
         std::process::exit(1)
     });

@@ -12,10 +12,10 @@ mod syslat_skel {
 
 use std::mem::size_of;
 
-use iostack::common::blk::RequestBits;
-use iostack::common::filter::BpfTaskFilter;
-use iostack::common::hist::{RawHist, FINE_BUCKETS, LOG2_SLOTS};
+use iostack::common::block::RequestBits;
 use iostack::common::losses::Loss;
+use iostack::common::report::hist::{RawHist, FINE_BUCKETS, LOG2_SLOTS};
+use iostack::common::run::filter::BpfTaskFilter;
 
 #[test]
 fn raw_hist_matches_the_bpf_struct() {

@@ -273,8 +273,8 @@ fn start_map_covers_every_request_structure() {
         }
     }
     assert!(tags > 0, "no blk-mq disk on this machine");
-    let structures = iostack::common::blk::request_structures();
+    let structures = iostack::common::block::request_structures();
     assert!(structures >= tags, "{structures} < {tags} driver tags");
-    let entries = iostack::common::blk::request_map_entries() as u64;
+    let entries = iostack::common::block::request_map_entries() as u64;
     assert!(entries >= structures.min(1 << 20) && entries >= 16384);
 }

@@ -299,7 +299,7 @@ fn unprivileged_run_is_a_one_line_error() {
 fn submit_stage_runs_or_says_why_not() {
     let _g = serial();
     require_root();
-    let prober = iostack::common::prober::Prober::new().expect("kernel BTF");
+    let prober = iostack::common::kernel::prober::Prober::new().expect("kernel BTF");
     let fentry = prober.fentry_works("submit_bio_noacct");
     let kprobe = prober.kprobe_works("submit_bio_noacct");
     let out = run("bioslower", &["--stage", "submit", "-K", "--explain"]);

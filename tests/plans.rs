@@ -5,12 +5,12 @@
 
 use std::path::PathBuf;
 
-use iostack::common::blk::StampChoice;
-use iostack::common::hist::Unit;
-use iostack::common::plan::AttachPlan;
-use iostack::common::prober::{Facilities, Prober};
-use iostack::common::runner::Tool;
-use iostack::common::syscalls;
+use iostack::common::block::StampChoice;
+use iostack::common::kernel::plan::AttachPlan;
+use iostack::common::kernel::prober::{Facilities, Prober};
+use iostack::common::kernel::syscalls;
+use iostack::common::report::hist::Unit;
+use iostack::common::run::Tool;
 use iostack::tools::biolat::{Biolat, BiolatOptions};
 use iostack::tools::bioslower::{Bioslower, BioslowerOptions, Stage};
 use iostack::tools::fnlat::{Fnlat, FnlatOptions, Layer};
@@ -361,7 +361,7 @@ fn a_plan_naming_a_program_the_object_lacks_is_refused() {
     plan.add(
         "issue",
         "isue_btf",
-        iostack::common::plan::Flavor::TpBtf,
+        iostack::common::kernel::plan::Flavor::TpBtf,
         "block_rq_issue",
         "a typo",
     );

@@ -4,10 +4,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use iostack::common::blk::StampChoice;
-use iostack::common::disk::DiskFilter;
-use iostack::common::hist::Unit;
-use iostack::common::runner;
+use iostack::common::block::disk::DiskFilter;
+use iostack::common::block::StampChoice;
+use iostack::common::report::hist::Unit;
+use iostack::common::run;
 use iostack::tools::biolat::{Biolat, BiolatOptions};
 
 const ABOUT: &str = "Summarize block device I/O latency as histograms";
@@ -49,7 +49,7 @@ struct BiolatArgs {
 }
 
 fn main() -> ExitCode {
-    runner::histogram_main::<Biolat, BiolatArgs>(ABOUT, EXAMPLES, |args, common| {
+    run::histogram_main::<Biolat, BiolatArgs>(ABOUT, EXAMPLES, |args, common| {
         Ok(BiolatOptions {
             queued: args.queued,
             per_disk: args.disks,

@@ -5,13 +5,13 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use iostack::common::blk::StampChoice;
-use iostack::common::cli::{self, usage_error};
-use iostack::common::disk::DiskFilter;
-use iostack::common::error::run_main;
-use iostack::common::filter::TaskFilter;
-use iostack::common::runner::{self, Style};
-use iostack::common::threshold::parse_threshold;
+use iostack::common::block::disk::DiskFilter;
+use iostack::common::block::StampChoice;
+use iostack::common::run::cli::{self, usage_error};
+use iostack::common::run::error::run_main;
+use iostack::common::run::filter::TaskFilter;
+use iostack::common::run::threshold::parse_threshold;
+use iostack::common::run::{self, Style};
 use iostack::tools::bioslower::{Bioslower, BioslowerOptions, Stage};
 
 const EXAMPLES: &str = "Examples:
@@ -88,7 +88,7 @@ fn main() -> ExitCode {
             stamps: cli.stamps,
         };
         let (json, explain, verbose) = (cli.json, cli.explain, cli.verbose);
-        runner::events::<Bioslower>(
+        run::events::<Bioslower>(
             "bioslower",
             Style {
                 json,

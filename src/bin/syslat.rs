@@ -5,10 +5,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use iostack::common::filter::TaskFilter;
-use iostack::common::hist::Unit;
-use iostack::common::runner;
-use iostack::common::syscalls;
+use iostack::common::kernel::syscalls;
+use iostack::common::report::hist::Unit;
+use iostack::common::run;
+use iostack::common::run::filter::TaskFilter;
 use iostack::tools::syslat::{Attach, Syslat, SyslatOptions};
 
 const ABOUT: &str = "Summarize the latency of I/O system calls per operation";
@@ -55,7 +55,7 @@ struct SyslatArgs {
 }
 
 fn main() -> ExitCode {
-    runner::histogram_main::<Syslat, SyslatArgs>(ABOUT, EXAMPLES, |args, common| {
+    run::histogram_main::<Syslat, SyslatArgs>(ABOUT, EXAMPLES, |args, common| {
         Ok(SyslatOptions {
             ops: syscalls::select(&args.syscalls, args.per_syscall)?,
             tasks: TaskFilter::new(args.pid, args.tid, args.comm.as_deref())?,

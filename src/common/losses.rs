@@ -1,7 +1,7 @@
 //! One vocabulary of losses for every tool: what a tool could not account is named the same way
 //! in its text, its JSON and the README, whether it prints histograms or events. The kernel side
 //! counts its kinds in `losses[]` (`src/bpf/lib/losses.bpf.h`, the same order as
-//! `Loss::KERNEL`); `unseen` is found in user space (`common::unseen`).
+//! `Loss::KERNEL`); `unseen` is found in user space (`common::block::unseen`).
 
 use serde_json::json;
 
@@ -180,7 +180,10 @@ impl LossEvent {
         }
         match (&self.disk, self.kind) {
             (Some(d), Loss::Unseen) => {
-                format!("lost {}", crate::common::unseen::describe_unseen(self.n, d))
+                format!(
+                    "lost {}",
+                    crate::common::block::unseen::describe_unseen(self.n, d)
+                )
             }
             _ => format!("lost {}", self.kind.describe(self.n, noun)),
         }

@@ -1,29 +1,16 @@
-//! The shared library every tool stands on: one module per concern.
+//! The shared library every tool stands on, one folder per concept:
 //!
-//! What the kernel has (`prober`), what we attach (`plan`, chosen by `hooks` and `blk`), loading
-//! it (`load`, `libbpf`), reading what the programs gathered (`maps`, `events`, `unseen`), naming
-//! what was lost (`losses`), showing it (`report`, `hist`, `ioevent`), and running a tool from
-//! its options to its exit status (`runner`, `cli`, `error`).
-pub mod blk;
-pub mod cli;
-pub mod disk;
-pub mod docs;
-pub mod error;
-pub mod events;
-pub mod filter;
-pub mod hist;
-pub mod hooks;
-pub mod ioevent;
-pub mod libbpf;
+//! - `kernel`: what this kernel has (`prober`) and what we attach there (`plan`, the `hooks`
+//!   planners, the `syscalls` table);
+//! - `load`: loading a plan's BPF object, reading its maps and ring buffers, libbpf's messages;
+//! - `block`: the block layer (hooks and stamps, disks, request flags, `unseen` I/Os);
+//! - `report`: what a person sees (histograms, reports, per-event lines, kernel stacks);
+//! - `run`: running a tool from its command line to its exit status (the runner, flags, man
+//!   pages, errors, task filters, thresholds);
+//! - `losses`: the one vocabulary of what a tool could not account.
+pub mod block;
+pub mod kernel;
 pub mod load;
 pub mod losses;
-pub mod maps;
-pub mod plan;
-pub mod prober;
 pub mod report;
-pub mod reqflags;
-pub mod runner;
-pub mod stacks;
-pub mod syscalls;
-pub mod threshold;
-pub mod unseen;
+pub mod run;

@@ -4,20 +4,20 @@
 
 use anyhow::{Context, Result};
 
-use crate::common::blk::{
+use crate::common::block::disk::{DiskFilter, DiskNames};
+use crate::common::block::reqflags::RequestFlags;
+use crate::common::block::unseen::{DiskTally, UnseenIos};
+use crate::common::block::{
     plan_block_hooks, request_map_entries, BlockHooks, RequestBits, StampChoice,
 };
-use crate::common::disk::{DiskFilter, DiskNames};
-use crate::common::hist::Unit;
+use crate::common::kernel::plan::AttachPlan;
+use crate::common::kernel::prober::Prober;
+use crate::common::load::maps::{per_cpu_counts, HistogramCollector};
 use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
 use crate::common::losses::{Loss, IOS};
-use crate::common::maps::{per_cpu_counts, HistogramCollector};
-use crate::common::plan::AttachPlan;
-use crate::common::prober::Prober;
+use crate::common::report::hist::Unit;
 use crate::common::report::{HistogramReport, LabeledHistogram};
-use crate::common::reqflags::RequestFlags;
-use crate::common::runner::{HistogramTool, Tool};
-use crate::common::unseen::{DiskTally, UnseenIos};
+use crate::common::run::{HistogramTool, Tool};
 
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/biolat.skel.rs"));

@@ -7,26 +7,26 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 
-use crate::common::blk::{
+use crate::common::block::disk::{DiskFilter, DiskNames};
+use crate::common::block::reqflags::RequestFlags;
+use crate::common::block::unseen::UnseenIos;
+use crate::common::block::{
     plan_bio_owner, plan_block_hooks, plan_submit_hooks, QueueStart, RequestBits, StampChoice,
     Stamps,
 };
-use crate::common::disk::{DiskFilter, DiskNames};
-use crate::common::events::EventQueue;
-use crate::common::filter::TaskFilter;
-use crate::common::ioevent::{ns_to_ms, text_header, IoEvent};
+use crate::common::kernel::plan::AttachPlan;
+use crate::common::kernel::prober::Prober;
+use crate::common::load::events::EventQueue;
+use crate::common::load::maps::per_cpu_counts;
 use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
 use crate::common::losses::{
     event_losses, read_kernel_losses, Loss, LossEvent, LossTally, Noun, IOS,
 };
-use crate::common::maps::per_cpu_counts;
-use crate::common::plan::AttachPlan;
-use crate::common::prober::Prober;
-use crate::common::reqflags::RequestFlags;
-use crate::common::runner::{EventTool, Tool};
-use crate::common::stacks::KernelStacks;
-use crate::common::threshold::describe_threshold;
-use crate::common::unseen::UnseenIos;
+use crate::common::report::ioevent::{ns_to_ms, text_header, IoEvent};
+use crate::common::report::stacks::KernelStacks;
+use crate::common::run::filter::TaskFilter;
+use crate::common::run::threshold::describe_threshold;
+use crate::common::run::{EventTool, Tool};
 
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/bioslower.skel.rs"));

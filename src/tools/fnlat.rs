@@ -9,19 +9,19 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::common::events::EventQueue;
-use crate::common::filter::TaskFilter;
-use crate::common::hist::{LatencyHistogram, Unit};
-use crate::common::hooks::{plan_function, FunctionHook, FunctionPrograms};
+use crate::common::kernel::hooks::{plan_function, FunctionHook, FunctionPrograms};
+use crate::common::kernel::plan::{AttachPlan, Flavor};
+use crate::common::kernel::prober::Prober;
+use crate::common::load::events::EventQueue;
+use crate::common::load::maps::HistogramCollector;
 use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
 use crate::common::losses::{
     event_losses, read_kernel_losses, recursion_misses, Loss, LossEvent, LossTally, Noun, CALLS,
 };
-use crate::common::maps::HistogramCollector;
-use crate::common::plan::{AttachPlan, Flavor};
-use crate::common::prober::Prober;
+use crate::common::report::hist::{LatencyHistogram, Unit};
 use crate::common::report::{local_hms, HistogramReport, LabeledHistogram};
-use crate::common::runner::{EventTool, HistogramTool, Tool};
+use crate::common::run::filter::TaskFilter;
+use crate::common::run::{EventTool, HistogramTool, Tool};
 
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/fnlat.skel.rs"));
@@ -503,7 +503,7 @@ impl EventTool for Fnlat {
         format!(
             "Tracing {} operations slower than {}... Hit Ctrl-C to end.",
             self.opts.layer.what,
-            crate::common::threshold::describe_threshold(self.opts.min_ns.unwrap_or(0))
+            crate::common::run::threshold::describe_threshold(self.opts.min_ns.unwrap_or(0))
         )
     }
 
@@ -604,7 +604,7 @@ pub struct FnlatArgs {
 
     /// Print each operation slower than this as it ends, instead of histograms: milliseconds
     /// (10, 0.5) or with a unit (500us, 2s); 0 prints every operation
-    #[arg(long, value_name = "MIN", value_parser = crate::common::threshold::parse_threshold)]
+    #[arg(long, value_name = "MIN", value_parser = crate::common::run::threshold::parse_threshold)]
     pub min: Option<u64>,
 }
 
@@ -615,7 +615,7 @@ impl FnlatArgs {
         name: &'static str,
         layer: Layer,
         per_fs: bool,
-        common: &crate::common::cli::CommonArgs,
+        common: &crate::common::run::cli::CommonArgs,
     ) -> Result<FnlatOptions> {
         Ok(FnlatOptions {
             name,
@@ -634,22 +634,22 @@ pub fn fnlat_main<A: clap::Args>(
     name: &'static str,
     about: &'static str,
     examples: &'static str,
-    options: impl FnOnce(&A, &crate::common::cli::CommonArgs) -> Result<FnlatOptions>,
+    options: impl FnOnce(&A, &crate::common::run::cli::CommonArgs) -> Result<FnlatOptions>,
 ) -> std::process::ExitCode {
-    use crate::common::{cli, runner};
+    use crate::common::run::{self, cli};
     let command = cli::histogram_command::<A>(name, about, examples);
     let cli: cli::HistogramCommand<A> = cli::parse_command(name, command);
-    crate::common::error::run_main(name, || {
+    crate::common::run::error::run_main(name, || {
         let opts = options(&cli.tool, &cli.common)?;
         if opts.min_ns.is_some() {
             let c = &cli.common;
-            let style = runner::Style {
+            let style = run::Style {
                 json: c.json,
                 explain: c.explain,
                 verbose: c.verbose,
             };
-            return runner::events::<Fnlat>(name, style, opts);
+            return run::events::<Fnlat>(name, style, opts);
         }
-        runner::histograms::<Fnlat>(name, &cli.common, opts)
+        run::histograms::<Fnlat>(name, &cli.common, opts)
     })
 }

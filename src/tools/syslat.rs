@@ -4,17 +4,17 @@
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 
-use crate::common::filter::TaskFilter;
-use crate::common::hist::Unit;
-use crate::common::hooks::raw_tracepoint_flavor;
+use crate::common::kernel::hooks::raw_tracepoint_flavor;
+use crate::common::kernel::plan::{AttachPlan, Flavor};
+use crate::common::kernel::prober::Prober;
+use crate::common::kernel::syscalls::TracedOp;
+use crate::common::load::maps::HistogramCollector;
 use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
 use crate::common::losses::{Loss, CALLS};
-use crate::common::maps::HistogramCollector;
-use crate::common::plan::{AttachPlan, Flavor};
-use crate::common::prober::Prober;
+use crate::common::report::hist::Unit;
 use crate::common::report::{HistogramReport, LabeledHistogram};
-use crate::common::runner::{HistogramTool, Tool};
-use crate::common::syscalls::TracedOp;
+use crate::common::run::filter::TaskFilter;
+use crate::common::run::{HistogramTool, Tool};
 
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/syslat.skel.rs"));

@@ -4,14 +4,14 @@
 #define IOSTACK_BLK_BPF_H
 
 /* Where -Q starts the clock (user space picks one from what the kernel offers:
- * src/common/blk.rs, QueueStart). */
+ * src/common/block/mod.rs, QueueStart). */
 enum q_start {
 	Q_START_OFF = 0,       /* plain mode: issue -> complete */
 	Q_START_EVENT = 1,     /* block_io_start tracepoint or (__)blk_account_io_start probe */
 	Q_START_RQ_FIELD = 2,  /* rq->start_time_ns at completion; block_rq_insert/issue when it is 0 */
 };
 
-/* Where a request's start comes from (src/common/blk.rs, Stamps): the kernel's own stamp, read
+/* Where a request's start comes from (src/common/block/mod.rs, Stamps): the kernel's own stamp, read
  * at completion (rq->io_start_time_ns, set by blk_mq_start_request on queues that gather I/O
  * statistics; rq->start_time_ns for -Q, set when the request is set up if iostats is on), or a
  * stamp of ours taken at a tracepoint and kept in a map. */

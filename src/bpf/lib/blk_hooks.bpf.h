@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* The block-layer programs that plan_block_hooks (src/common/blk.rs) chooses from, for every
+/* The block-layer programs that plan_block_hooks (src/common/block/mod.rs) chooses from, for every
  * request-latency tool. A tool defines
  *     on_issue(struct request *rq, bool typed)
  *     on_complete(struct request *rq, __u32 nr_bytes, bool typed)

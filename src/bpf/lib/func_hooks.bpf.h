@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* Every flavour of a kernel-function hook, written once: the function planner
- * (src/common/hooks.rs, plan_function) chooses per function, fentry/fexit where they load,
+ * (src/common/kernel/hooks.rs, plan_function) chooses per function, fentry/fexit where they load,
  * kprobe/kretprobe where they do not, and retargets the program at the function it chose.
  *
  *   FUNC_HOOKS(name, nargs, entry, exit)   NAME_fentry, NAME_fexit, NAME_kprobe, NAME_kretprobe

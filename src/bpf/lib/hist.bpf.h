@@ -33,7 +33,7 @@ static __always_inline __u32 log2_u64(__u64 v)
 }
 
 /* Index of the log-linear bucket holding v, given h = log2_u64(v) (see hist.h); mirrored by
- * fine_bucket_bounds() in src/common/hist.rs. */
+ * fine_bucket_bounds() in src/common/report/hist.rs. */
 static __always_inline __u32 fine_bucket_h(__u64 v, __u32 h)
 {
 	__u32 idx;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Latency histogram layout shared by the BPF programs and user space (src/common/hist.rs). */
+/* Latency histogram layout shared by the BPF programs and user space (src/common/report/hist.rs). */
 #ifndef IOSTACK_HIST_H
 #define IOSTACK_HIST_H
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* Per disk, the request completions /proc/diskstats counts, as our programs saw them.
  *
- * User space compares these counts with /proc/diskstats (src/common/unseen.rs): whatever the
+ * User space compares these counts with /proc/diskstats (src/common/block/unseen.rs): whatever the
  * kernel completed that our programs never saw is reported as the named loss `unseen`. It is not
  * hypothetical: on some kernels BPF programs do not run at all for a tracepoint hit in some
  * contexts (e.g. the CI host's 6.18, for a softirq completion that interrupts a thread of the
@@ -20,7 +20,7 @@
 #include "lib/disk_filter.bpf.h"
 
 /* rq->rq_flags bits and the flush op, from this kernel's BTF or the constants of kernels that
- * still #define them (user space decides: src/common/blk.rs, RequestBits, which mirrors this
+ * still #define them (user space decides: src/common/block/mod.rs, RequestBits, which mirrors this
  * struct). */
 struct rq_bits {
 	__u32 io_stat;          /* RQF_IO_STAT: counted in /proc/diskstats; start_time_ns stamped */

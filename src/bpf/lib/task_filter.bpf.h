@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* -p PID, --tid TID, -c COMM: one rodata struct, filled by user space (src/common/filter.rs,
+/* -p PID, --tid TID, -c COMM: one rodata struct, filled by user space (src/common/run/filter.rs,
  * TaskFilter), tested in the kernel. With nothing set, the constants remove the code. */
 #ifndef IOSTACK_TASK_FILTER_BPF_H
 #define IOSTACK_TASK_FILTER_BPF_H

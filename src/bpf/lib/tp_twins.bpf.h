@@ -4,7 +4,7 @@
  * __u64s; `typed` (a constant in each program) says whether pointer arguments are typed for the
  * verifier (tp_btf), so that kernel structs can be read with plain loads instead of
  * bpf_probe_read_kernel calls (see IOSTACK_GET in lib/blk.bpf.h). The planner
- * (src/common/hooks.rs, twin) picks one by these names. */
+ * (src/common/kernel/hooks.rs, twin) picks one by these names. */
 #ifndef IOSTACK_TP_TWINS_BPF_H
 #define IOSTACK_TP_TWINS_BPF_H
 

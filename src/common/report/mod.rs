@@ -2,16 +2,20 @@
 //! stdout ends the tool quietly. A histogram tool's `collect()` returns a `HistogramReport`;
 //! this module only renders it.
 
+pub mod hist;
+pub mod ioevent;
+pub mod stacks;
+
 use std::io::{self, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::common::error::StdoutClosed;
-use crate::common::hist::{fmt_value, LatencyHistogram, Log2Slot, Summary, Unit};
+use crate::common::block::unseen::{describe_unseen, DiskTally};
 use crate::common::losses::{Loss, Noun};
-use crate::common::unseen::{describe_unseen, DiskTally};
+use crate::common::report::hist::{fmt_value, LatencyHistogram, Log2Slot, Summary, Unit};
+use crate::common::run::error::StdoutClosed;
 
 /// Writes to stdout, flushing after each block so pipes see reports as they happen.
 pub struct Out {
@@ -88,7 +92,7 @@ pub struct HistogramReport {
     /// all, text only those that happened).
     pub losses: Vec<(Loss, u64)>,
     /// Block tools: per disk name, the completions /proc/diskstats counts that the programs saw
-    /// and those found unseen in this report (see `common::unseen`; the unseen total is also
+    /// and those found unseen in this report (see `common::block::unseen`; the unseen total is also
     /// the `unseen` entry of `losses`). None for tools without the reconciliation.
     pub accounted: Option<Vec<(String, DiskTally)>>,
     /// Function tools: per operation, calls that returned -EIOCBQUEUED (queued for io_uring or

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Context, Result};
 use libbpf_rs::{MapCore, RingBuffer, RingBufferBuilder};
 
-use crate::common::error::StdoutClosed;
+use crate::common::run::error::StdoutClosed;
 
 /// How long a poll waits for events before loss counters and stdout are checked again.
 pub const POLL: Duration = Duration::from_millis(100);

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::common::disk::kernel_dev;
+use crate::common::block::disk::kernel_dev;
 
 /// Completed requests per whole request-based disk (dev_t → reads + writes + discards + flushes),
 /// from /proc/diskstats. Bio-based disks (zram, device-mapper, md) emit no request events and

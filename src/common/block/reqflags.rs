@@ -2,7 +2,7 @@
 //! `req_opf` and `req_flag_bits`) rather than a frozen copy of a header: bit positions moved
 //! between kernels.
 
-use crate::common::prober::Prober;
+use crate::common::kernel::prober::Prober;
 
 /// Flags worth showing, with their labels (bcc's wording); bit positions come from BTF.
 const FLAG_LABELS: [(&str, &str); 11] = [

@@ -81,7 +81,7 @@ fn version_line() -> &'static str {
         format!(
             "{} ({})",
             env!("CARGO_PKG_VERSION"),
-            crate::common::libbpf::libbpf_in_use()
+            crate::common::load::libbpf::libbpf_in_use()
         )
     })
 }
@@ -95,7 +95,7 @@ pub fn parse<T: Parser>(tool: &str) -> T {
 /// The same for a command built at run time (`histogram_command`).
 pub fn parse_command<T: clap::FromArgMatches>(tool: &str, command: clap::Command) -> T {
     let command = command.version(version_line());
-    crate::common::docs::generate_if_asked(tool, &command);
+    crate::common::run::docs::generate_if_asked(tool, &command);
     match command
         .try_get_matches()
         .and_then(|m| T::from_arg_matches(&m))

@@ -4,13 +4,17 @@
 //! Both tools' BPF objects use the same program names (`issue_btf`, `issue_raw`, ...), so one
 //! plan serves both.
 
+pub mod disk;
+pub mod reqflags;
+pub mod unseen;
+
 use anyhow::{anyhow, Result};
 
-use crate::common::hooks::{
+use crate::common::kernel::hooks::{
     plan_function, tracepoint_flavor, twin, FunctionHook, FunctionPrograms,
 };
-use crate::common::plan::{AttachPlan, Flavor};
-use crate::common::prober::{KernelStamp, Prober};
+use crate::common::kernel::plan::{AttachPlan, Flavor};
+use crate::common::kernel::prober::{KernelStamp, Prober};
 
 /// Where `-Q` starts the clock; values match `enum q_start` in `src/bpf/lib/blk.bpf.h`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,12 +1,16 @@
 //! Loading a tool's BPF object as its plan says: open, let the tool configure it (rodata, map
 //! sizes), turn on exactly the planned programs, load, attach; with errors that say what to do.
 
+pub mod events;
+pub mod libbpf;
+pub mod maps;
+
 use std::mem::MaybeUninit;
 
 use anyhow::{Context, Result};
 use libbpf_rs::OpenObject;
 
-use crate::common::plan::AttachPlan;
+use crate::common::kernel::plan::AttachPlan;
 
 /// Storage for an open BPF object that lives as long as the process: a tool is opened once and
 /// runs until the process ends, and a skeleton borrows its storage for its whole life.

@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 
-use crate::common::hist::{LatencyHistogram, RawHist};
 use crate::common::losses::{read_kernel_losses, Loss, LossTally};
+use crate::common::report::hist::{LatencyHistogram, RawHist};
 
 /// What a histogram tool keeps between reports: the generation of its histogram map to drain
 /// next, and the kernel's loss counters as last reported.

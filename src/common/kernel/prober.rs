@@ -17,7 +17,7 @@ use libbpf_rs::btf::{Btf, ReferencesType as _};
 use libbpf_rs::skel::{OpenSkel as _, SkelBuilder as _};
 use libbpf_rs::{AsRawLibbpf as _, OpenObject};
 
-use crate::common::libbpf::quiet_libbpf;
+use crate::common::load::libbpf::quiet_libbpf;
 
 mod probe_skel {
     include!(concat!(env!("OUT_DIR"), "/probe.skel.rs"));

@@ -6,7 +6,7 @@ use std::fmt;
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::common::prober::Prober;
+use crate::common::kernel::prober::Prober;
 
 /// How a program reaches its hook, in the order tools prefer them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, Result};
 
-use crate::common::prober::read_trimmed;
+use crate::common::kernel::prober::read_trimmed;
 
 /// The kernel's internal dev_t, as BPF builds it from a gendisk: `major << 20 | minor`.
 pub fn kernel_dev(major: u32, minor: u32) -> u32 {

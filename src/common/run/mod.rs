@@ -3,6 +3,12 @@
 //! stream, SIGINT/SIGTERM with a final report, output and its errors); a tool only provides the
 //! steps of `Tool` and `HistogramTool` or `EventTool`.
 
+pub mod cli;
+pub mod docs;
+pub mod error;
+pub mod filter;
+pub mod threshold;
+
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -11,14 +17,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::common::cli::{self, CommonArgs};
-use crate::common::error::{require_privileges, run_main, StdoutClosed};
-use crate::common::events::{stdout_closed, EventOutput, POLL};
-use crate::common::libbpf::init_libbpf_logging;
+use crate::common::kernel::plan::AttachPlan;
+use crate::common::kernel::prober::Prober;
+use crate::common::load::events::{stdout_closed, EventOutput, POLL};
+use crate::common::load::libbpf::init_libbpf_logging;
 use crate::common::losses::{Loss, LossEvent, LossTotals, Noun};
-use crate::common::plan::AttachPlan;
-use crate::common::prober::Prober;
 use crate::common::report::{announce, HistogramReport, Out};
+use crate::common::run::cli::CommonArgs;
+use crate::common::run::error::{require_privileges, run_main, StdoutClosed};
 
 /// What every tool provides: a plan from what the kernel has, and an open (loaded, attached)
 /// instance. A tool is a library component; its binary parses the command line into `Options`

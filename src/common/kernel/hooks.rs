@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use crate::common::plan::{AttachPlan, Flavor};
-use crate::common::prober::Prober;
+use crate::common::kernel::plan::{AttachPlan, Flavor};
+use crate::common::kernel::prober::Prober;
 
 /// The program of a TP_TWINS pair for a flavour.
 pub fn twin(flavor: Flavor, btf: &'static str, raw: &'static str) -> &'static str {
