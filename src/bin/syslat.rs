@@ -6,10 +6,11 @@ use std::process::ExitCode;
 use clap::Args;
 
 use iostack::common::kernel::syscalls;
+use iostack::common::kernel::syscalls::Attach;
 use iostack::common::report::hist::Unit;
 use iostack::common::run;
 use iostack::common::run::filter::TaskFilter;
-use iostack::tools::syslat::{Attach, Syslat, SyslatOptions};
+use iostack::tools::syslat::{Syslat, SyslatOptions};
 
 const ABOUT: &str = "Summarize the latency of I/O system calls per operation";
 

@@ -17,40 +17,23 @@
 #include "lib/io_seen.bpf.h"
 #include "lib/tp_twins.bpf.h"
 #include "lib/func_hooks.bpf.h"
+#include "lib/bio_origin.bpf.h"
 #include "bioslower.h"
 
 const volatile __u64 min_ns = 10 * 1000 * 1000;
 const volatile __u32 q_start = Q_START_OFF;
 const volatile __u32 stamps = STAMPS_OURS;
-/* block_bio_queue(q, bio) and block_split(q, bio, sector) until 5.11; (bio[, sector]) since.
- * Set from BTF by user space; the untaken branch is pruned by the verifier. */
-const volatile bool bio_tp_with_queue = false;
 /* --stage submit -K: remember where each slow submission slept. */
 const volatile bool want_stack = false;
 
 /* Reserved so that the type reaches the generated skeleton. */
 struct slow_event _event = {};
 
-struct owner {
-	__u32 pid;
-	__u32 tid;
-	char comm[IOSTACK_COMM_LEN];
-};
-
-/* The task that submitted a bio, until its request is first seen. LRU: bios merged into another
- * request are never looked up, and age out. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, struct owner);
-} bio_owner SEC(".maps");
-
 struct rq_start {
 	__u64 bio;      /* rq->bio when first seen: tells this life of the request from a previous one */
 	__u64 q_ns;     /* -Q start, 0 if not seen */
 	__u64 issue_ns; /* last issue to the driver, 0 if not yet */
-	struct owner who;
+	struct bio_origin who;
 	__u32 skip;     /* the submitter does not pass -p/-c: complete quietly */
 	__u32 pad;
 };
@@ -91,32 +74,12 @@ static __always_inline struct slow_event *slow_event(__u64 start, __u64 now)
 	return e;
 }
 
-static __always_inline void current_owner(struct owner *who)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-
-	who->pid = id >> 32;
-	who->tid = (__u32)id;
-	bpf_get_current_comm(who->comm, sizeof(who->comm));
-}
-
 /* ---- block stage ------------------------------------------------------------------------- */
 
-static __always_inline int remember_owner(struct bio *bio)
+/* Every bio's submitter is kept (-p/-c are applied to the request's submitter, later). */
+static __always_inline bool bio_origin_call(struct bio_origin *o)
 {
-	struct owner who;
-	__u64 key = (__u64)bio;
-
-	if (!bio || (filter_dev && !disk_selected(bio_dev(bio))))
-		return 0;
-	current_owner(&who);
-	bpf_map_update_elem(&bio_owner, &key, &who, BPF_ANY);
-	return 0;
-}
-
-static __always_inline struct bio *bio_tp_bio(__u64 *args)
-{
-	return (struct bio *)tp_arg0_or_1(args, !bio_tp_with_queue);
+	return true;
 }
 
 /* A new life of a request: its submitter is the owner of its first bio, or (a request without
@@ -124,20 +87,13 @@ static __always_inline struct bio *bio_tp_bio(__u64 *args)
 static __always_inline void track(struct request *rq, __u64 bio, __u64 q_ns, __u64 issue_ns)
 {
 	struct rq_start s = {};
-	struct owner *o = 0;
 	__u64 key = (__u64)rq;
 
 	s.bio = bio;
 	s.q_ns = q_ns;
 	s.issue_ns = issue_ns;
-	if (bio)
-		o = bpf_map_lookup_elem(&bio_owner, &bio);
-	if (o) {
-		s.who = *o;
-		bpf_map_delete_elem(&bio_owner, &bio);
-	} else {
-		current_owner(&s.who);
-	}
+	if (!take_origin(bio, &s.who))
+		current_origin(&s.who);
 	s.skip = !task_selected(s.who.pid, s.who.tid, s.who.comm);
 	if (bpf_map_update_elem(&rq_starts, &key, &s, BPF_ANY))
 		count_loss(LOSS_START_FULL);
@@ -182,7 +138,7 @@ static __always_inline int on_issue(struct request *rq, bool typed)
 /* Our stamps, from the request's life in rq_starts: the start, the issue (0 if not seen) and the
  * owner. False if there is nothing to report (not tracked, or filtered out). */
 static __always_inline bool our_starts(struct request *rq, __u32 flags, bool typed, __u64 *start,
-				       __u64 *issue, struct owner *who)
+				       __u64 *issue, struct bio_origin *who)
 {
 	__u64 key = (__u64)rq;
 	struct rq_start *sp, s;
@@ -218,19 +174,13 @@ static __always_inline bool our_starts(struct request *rq, __u32 flags, bool typ
 
 /* The kernel's stamps, read now, and the owner of the request's first bio. */
 static __always_inline bool kernel_starts(struct request *rq, __u32 flags, bool typed,
-					  __u64 *start, __u64 *issue, struct owner *who)
+					  __u64 *start, __u64 *issue, struct bio_origin *who)
 {
 	__u64 bio = (__u64)IOSTACK_GET(typed, rq, bio);
-	struct owner *o = 0;
 
 	*issue = issue_stamp(rq, flags, typed);
 	*start = q_start != Q_START_OFF ? queued_stamp(rq, flags, typed) : *issue;
-	if (bio)
-		o = bpf_map_lookup_elem(&bio_owner, &bio);
-	if (o) {
-		*who = *o;
-		bpf_map_delete_elem(&bio_owner, &bio);
-	} else {
+	if (!take_origin(bio, who)) {
 		/* No bio (a flush request), or queued before tracing began: no submitter known. */
 		__builtin_memset(who, 0, sizeof(*who));
 		who->comm[0] = '?';
@@ -244,7 +194,7 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 	__u64 now, start = 0, issue = 0;
 	__u32 flags, cmd;
 	struct slow_event *e;
-	struct owner who;
+	struct bio_origin who;
 
 	if (!request_ended(rq, dev, nr_bytes, typed, &flags, &cmd))
 		return 0;
@@ -276,16 +226,7 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 	return 0;
 }
 
-static __always_inline int bio_queue_args(__u64 *args, bool typed)
-{
-	return remember_owner(bio_tp_bio(args));
-}
-
 #include "lib/blk_hooks.bpf.h"
-
-TP_TWINS(block_bio_queue, bio_queue, bio_queue_args)
-/* The front part of a split bio is never passed to block_bio_queue; it becomes a request. */
-TP_TWINS(block_split, split, bio_queue_args)
 
 /* ---- submit stage ------------------------------------------------------------------------ */
 

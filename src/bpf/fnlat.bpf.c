@@ -15,10 +15,11 @@
 #include "lib/hist.bpf.h"
 #include "lib/losses.bpf.h"
 #include "lib/task_filter.bpf.h"
-#include "lib/func_hooks.bpf.h"
+#include "lib/file.bpf.h"
 #include "fnlat.h"
 
-const volatile struct fnlat_slot slots[FNLAT_SLOTS] = {};
+#define FN_SLOTS FNLAT_SLOTS
+#include "lib/fn_slots.bpf.h"
 /* --per-fs: label each histogram with the filesystem type of the file. */
 const volatile bool per_fs = false;
 /* --min: report each operation slower than this instead of histograms. */
@@ -99,44 +100,6 @@ struct {
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
 
-static __always_inline struct dentry *obj_dentry(__u64 obj, __u32 kind)
-{
-	switch (kind) {
-	case FNLAT_ARG_FILE:
-		return BPF_CORE_READ((struct file *)obj, f_path.dentry);
-	case FNLAT_ARG_KIOCB:
-		return BPF_CORE_READ((struct kiocb *)obj, ki_filp, f_path.dentry);
-	case FNLAT_ARG_DENTRY:
-		return (struct dentry *)obj;
-	case FNLAT_ARG_PATH:
-		return BPF_CORE_READ((struct path *)obj, dentry);
-	default:
-		return NULL;
-	}
-}
-
-static __always_inline struct super_block *obj_sb(__u64 obj, __u32 kind)
-{
-	struct dentry *d;
-
-	if (kind == FNLAT_ARG_INODE)
-		return BPF_CORE_READ((struct inode *)obj, i_sb);
-	d = obj_dentry(obj, kind);
-	return d ? BPF_CORE_READ(d, d_sb) : NULL;
-}
-
-static __always_inline void fs_name(char *dst, __u64 obj, __u32 kind)
-{
-	struct super_block *sb = obj ? obj_sb(obj, kind) : NULL;
-	const char *name;
-
-	if (!sb)
-		return;
-	name = BPF_CORE_READ(sb, s_type, name);
-	if (name)
-		bpf_probe_read_kernel_str(dst, FNLAT_FS_LEN, name);
-}
-
 /* The slot's start in the current task's storage (per_task), made if missing; NULL if not. */
 static __always_inline struct start *task_start(__u32 slot, bool create)
 {
@@ -166,7 +129,7 @@ static __always_inline __u64 pos_arg(void *ctx, enum hook_flavour flavour, __u32
 	return v;
 }
 
-static __always_inline int entry(void *ctx, enum hook_flavour flavour, __u32 slot)
+static __always_inline int fn_entry(void *ctx, enum hook_flavour flavour, __u32 slot)
 {
 	struct start_key key = {.slot = slot};
 	struct start s = {.pos = -1};
@@ -176,18 +139,15 @@ static __always_inline int entry(void *ctx, enum hook_flavour flavour, __u32 slo
 
 	if (slot >= FNLAT_SLOTS || !current_selected())
 		return 0;
-	if (per_fs || want_events) {
-		a = slots[slot].arg;
-		if (slots[slot].kind != FNLAT_ARG_NONE && a < 5)
-			s.obj = hook_arg(ctx, flavour, a);
-	}
+	if (per_fs || want_events)
+		s.obj = slot_file_arg(ctx, flavour, slot);
 	if (want_events) {
 		a = slots[slot].pos_arg;
 		/* Through a local: a cast of s.obj inside BPF_CORE_READ would relocate s.obj as
 		 * a kernel field (struct start has none), and the load fails. */
 		struct kiocb *iocb = (struct kiocb *)s.obj;
 
-		if (slots[slot].kind == FNLAT_ARG_KIOCB && iocb)
+		if (slots[slot].kind == FN_ARG_KIOCB && iocb)
 			s.pos = BPF_CORE_READ(iocb, ki_pos);
 		else if (a < 5 && (pos_ptr = pos_arg(ctx, flavour, a)))
 			bpf_probe_read_kernel(&s.pos, sizeof(s.pos), (void *)pos_ptr);
@@ -232,17 +192,12 @@ static __always_inline void report(struct start *s, __u32 slot, __u32 op, __u64 
 	__builtin_memset(e->fs, 0, sizeof(e->fs));
 	__builtin_memset(e->file, 0, sizeof(e->file));
 	fs_name(e->fs, s->obj, slots[slot].kind);
-	if (s->obj && slots[slot].kind != FNLAT_ARG_INODE) {
-		struct dentry *d = obj_dentry(s->obj, slots[slot].kind);
-		const unsigned char *name = d ? BPF_CORE_READ(d, d_name.name) : NULL;
-
-		if (name)
-			bpf_probe_read_kernel_str(e->file, sizeof(e->file), name);
-	}
+	if (s->obj && slots[slot].kind != FN_ARG_INODE)
+		dentry_name(e->file, sizeof(e->file), obj_dentry(s->obj, slots[slot].kind));
 	bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline int leave(void *ctx, long ret, __u32 slot)
+static __always_inline int fn_exit(void *ctx, long ret, __u32 slot)
 {
 	struct start_key key = {.slot = slot};
 	struct fnlat_key hk = {};
@@ -301,31 +256,6 @@ static __always_inline int leave(void *ctx, long ret, __u32 slot)
 	return 0;
 }
 
-/* One slot: its entry and exit flavours, with an fexit per arity (the return value follows the
- * arguments), which the planner picks from the function's BTF prototype. */
-#define FNLAT_SLOT(n)                                                                \
-	static __always_inline int slot##n##_entry(void *ctx, enum hook_flavour f)   \
-	{                                                                            \
-		return entry(ctx, f, n);                                             \
-	}                                                                            \
-	static __always_inline int slot##n##_exit(void *ctx, long ret)               \
-	{                                                                            \
-		return leave(ctx, ret, n);                                           \
-	}                                                                            \
-	FUNC_ENTRY_HOOKS(slot##n, slot##n##_entry)                                   \
-	SEC("kretprobe/slot" #n)                                                     \
-	int slot##n##_kretprobe(struct pt_regs *ctx)                                 \
-	{                                                                            \
-		return slot##n##_exit(ctx, (long)PT_REGS_RC(ctx));                   \
-	}                                                                            \
-	FEXIT_ARITY(slot##n, 2, slot##n##_exit)                                      \
-	FEXIT_ARITY(slot##n, 3, slot##n##_exit)                                      \
-	FEXIT_ARITY(slot##n, 4, slot##n##_exit)                                      \
-	FEXIT_ARITY(slot##n, 5, slot##n##_exit)
-
-FNLAT_SLOT(0) FNLAT_SLOT(1) FNLAT_SLOT(2) FNLAT_SLOT(3)
-FNLAT_SLOT(4) FNLAT_SLOT(5) FNLAT_SLOT(6) FNLAT_SLOT(7)
-FNLAT_SLOT(8) FNLAT_SLOT(9) FNLAT_SLOT(10) FNLAT_SLOT(11)
-FNLAT_SLOT(12) FNLAT_SLOT(13) FNLAT_SLOT(14) FNLAT_SLOT(15)
+FN_SLOTS_16
 
 char LICENSE[] SEC("license") = "GPL";

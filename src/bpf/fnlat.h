@@ -3,36 +3,19 @@
 #ifndef IOSTACK_FNLAT_H
 #define IOSTACK_FNLAT_H
 
+#include "lib/fn_slots.h"
+
 /* Kernel functions one run can time (each planned function gets a slot), and operations. */
 #define FNLAT_SLOTS 16
 #define FNLAT_OPS 16
-#define FNLAT_FS_LEN 16
 #define FNLAT_NAME_LEN 32
-
-/* How to find the file (its superblock, its name) from a function's arguments. */
-enum fnlat_arg {
-	FNLAT_ARG_NONE = 0,
-	FNLAT_ARG_FILE = 1,   /* struct file * */
-	FNLAT_ARG_KIOCB = 2,  /* struct kiocb *: ki_filp */
-	FNLAT_ARG_DENTRY = 3, /* struct dentry * */
-	FNLAT_ARG_PATH = 4,   /* const struct path *: dentry */
-	FNLAT_ARG_INODE = 5,  /* struct inode *: i_sb only */
-};
-
-/* One planned function, set by user space. */
-struct fnlat_slot {
-	__u32 op;       /* operation it counts for (index into the tool's table) */
-	__u32 arg;      /* argument index of the file-like object, with `kind` */
-	__u32 kind;     /* enum fnlat_arg */
-	__u32 pos_arg;  /* --min: argument index of a loff_t * holding the position, or ~0 */
-};
 
 /* --per-fs histograms. Keyed by slot, not op: each histogram then has one writer (the slot's
  * exit program), and user space adds the slots of an op together. */
 struct fnlat_key {
 	__u32 gen;                  /* double-buffer generation, see lib/hist.bpf.h */
 	__u32 slot;
-	char fs[FNLAT_FS_LEN];      /* --per-fs: the superblock's filesystem type, else empty */
+	char fs[FN_FS_LEN];         /* --per-fs: the superblock's filesystem type, else empty */
 };
 
 /* --min: one operation slower than the threshold. */
@@ -46,7 +29,7 @@ struct fnlat_event {
 	__u32 op;
 	__u32 pad;
 	char comm[16];
-	char fs[FNLAT_FS_LEN];
+	char fs[FN_FS_LEN];
 	char file[FNLAT_NAME_LEN];
 };
 

@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* syslat's layout shared with user space (src/bin/syslat.rs). */
+/* syslat's layout shared with user space (src/tools/syslat.rs). */
 #ifndef IOSTACK_SYSLAT_H
 #define IOSTACK_SYSLAT_H
 
-/* Syscall numbers below this can be traced (x86_64 has about 470). */
-#define SYSLAT_MAX_NR 1024
 /* Histogram slots per generation; slot 0 means "not traced". */
 #define SYSLAT_MAX_SLOTS 64
 

@@ -1,8 +1,15 @@
 //! System calls as users think of them: named groups (`read`, `write`, `sync`, `open`) of the
 //! architecture's syscalls, with numbers from the `libc` crate (the target's ABI, not a table
-//! of our own), and the `-s`/`--per-syscall` selection of what gets its own histogram.
+//! of our own), the `-s`/`--per-syscall` selection of what gets its own histogram, and where to
+//! hook them on this kernel (`plan_syscall_hooks`, for the programs of
+//! `src/bpf/lib/syscalls.bpf.h`).
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+
+use crate::common::kernel::hooks::raw_tracepoint_flavor;
+use crate::common::kernel::plan::{AttachPlan, Flavor};
+use crate::common::kernel::prober::Prober;
 
 /// One syscall: its name and its number on this architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,6 +142,127 @@ pub fn select(names: &[String], per_syscall: bool) -> Result<Vec<TracedOp>> {
         }
     }
     Ok(ops)
+}
+
+/// sys_enter/sys_exit through tp_btf/// Must match SYSCALLS_MAX_NR in src/bpf/lib/syscalls.bpf.h.
+pub const MAX_NR: usize = 1024;
+
+/// How a tool hooks system calls (default: the best this kernel allows).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Attach {
+    #[default]
+    Auto,
+    TpBtf,
+    RawTp,
+    Tracepoint,
+}
+
+/// Fills the BPF side's `sys_slot` table: syscall number -> 1 + index of its op in `ops` (0 means
+/// "not traced").
+pub fn fill_syscall_slots(table: &mut [u8; MAX_NR], ops: &[TracedOp]) -> Result<()> {
+    for (i, op) in ops.iter().enumerate() {
+        for s in &op.members {
+            // Numbers beyond the table cannot be traced.
+            let nr = usize::try_from(s.nr).ok().filter(|&nr| nr < MAX_NR);
+            let nr = nr.with_context(|| format!("{} has number {}", s.name, s.nr))?;
+            table[nr] = u8::try_from(i + 1).context("more than 255 traced operations")?;
+        }
+    }
+    Ok(())
+}
+
+/// sys_enter/sys_exit through tp_btf or raw_tp (one program each for every syscall, which the
+/// in-kernel table filters), else one perf tracepoint pair per traced syscall; added to `plan`.
+pub fn plan_syscall_hooks(
+    prober: &Prober,
+    plan: &mut AttachPlan,
+    attach: Attach,
+    ops: &[TracedOp],
+) -> Result<()> {
+    let only = match attach {
+        Attach::Auto => None,
+        Attach::TpBtf => Some(Flavor::TpBtf),
+        Attach::RawTp => Some(Flavor::RawTp),
+        Attach::Tracepoint => {
+            return plan_per_syscall_tracepoints(prober, plan, ops, "forced by --attach".into())
+        }
+    };
+    let (flavor, why) = match raw_tracepoint_flavor(prober, "sys_enter", only) {
+        Ok(choice) => choice,
+        Err(e) if attach == Attach::Auto => {
+            return plan_per_syscall_tracepoints(prober, plan, ops, e);
+        }
+        Err(e) => {
+            bail!("--attach {attach:?} is not possible on this kernel ({e}); try --attach auto")
+        }
+    };
+    let (enter, exit, task_exit) = match flavor {
+        Flavor::TpBtf => ("sys_enter_btf", "sys_exit_btf", "task_exit_btf"),
+        _ => ("sys_enter_raw", "sys_exit_raw", "task_exit_raw"),
+    };
+    plan.add("enter", enter, flavor, "sys_enter", why.clone());
+    plan.add("exit", exit, flavor, "sys_exit", why.clone());
+    plan.add(
+        "cleanup",
+        task_exit,
+        flavor,
+        "sched_process_exit",
+        "frees the per-thread state of an exiting thread",
+    );
+    plan.decide(
+        "select",
+        "syscall number -> operation in one array load, in the kernel",
+    );
+    Ok(())
+}
+
+fn plan_per_syscall_tracepoints(
+    prober: &Prober,
+    plan: &mut AttachPlan,
+    ops: &[TracedOp],
+    why: String,
+) -> Result<()> {
+    if prober.tracefs().is_none() {
+        bail!(
+            "sys_enter/sys_exit cannot be hooked here ({why}) and the per-syscall tracepoints need tracefs: mount it with `mount -t tracefs nodev /sys/kernel/tracing`"
+        );
+    }
+    let mut missing = Vec::new();
+    let planned = plan.programs.len();
+    for s in ops.iter().flat_map(|o| o.members.iter()) {
+        if !prober.has_tracepoint("syscalls", &format!("sys_enter_{}", s.name)) {
+            missing.push(s.name);
+            continue;
+        }
+        let reason = format!("per-syscall tracepoints: {why}");
+        let enter = format!("syscalls:sys_enter_{}", s.name);
+        let exit = format!("syscalls:sys_exit_{}", s.name);
+        plan.add(
+            "enter",
+            "sys_enter_tp",
+            Flavor::Tracepoint,
+            &enter,
+            reason.clone(),
+        );
+        plan.add("exit", "sys_exit_tp", Flavor::Tracepoint, &exit, reason);
+    }
+    if plan.programs.len() == planned {
+        bail!("this kernel has no syscall tracepoints (CONFIG_FTRACE_SYSCALLS is off) and sys_enter cannot be hooked ({why})");
+    }
+    if !missing.is_empty() {
+        plan.decide(
+            "missing",
+            format!("no tracepoint, not traced: {}", missing.join(", ")),
+        );
+    }
+    plan.add(
+        "cleanup",
+        "task_exit_tp",
+        Flavor::Tracepoint,
+        "sched:sched_process_exit",
+        "frees the per-thread state of an exiting thread",
+    );
+    Ok(())
 }
 
 #[cfg(test)]

@@ -76,6 +76,37 @@ where
     })
 }
 
+/// Loads a tool whose per-thread state lives in task-local storage where the kernel offers it to
+/// tracing programs (5.11+), else in a hash map by thread id (`src/bpf/lib/thread_state.bpf.h`):
+/// `load(per_task)` is tried with task storage first. Returns the loaded tool and, for
+/// `--explain`, where its state lives and why.
+pub fn load_with_thread_state<T>(load: impl Fn(bool) -> Result<T>) -> Result<(T, String)> {
+    match load(true) {
+        Ok(loaded) => Ok((
+            loaded,
+            "task-local storage (bpf_task_storage_get)".to_string(),
+        )),
+        Err(e) => Ok((
+            load(false)?,
+            format!("hash map by thread id (with task-local storage: {e:#})"),
+        )),
+    }
+}
+
+/// Configures the two maps of a `THREAD_STATE` before load: only the map of the path taken is
+/// created (5.10 has no task storage for tracing programs), the other kept to one entry.
+pub fn thread_state_maps(
+    by_task: &mut libbpf_rs::OpenMapMut,
+    by_tid: &mut libbpf_rs::OpenMapMut,
+    per_task: bool,
+) -> Result<()> {
+    by_task.set_autocreate(per_task)?;
+    if per_task {
+        by_tid.set_max_entries(1)?;
+    }
+    Ok(())
+}
+
 /// A loaded and attached skeleton, with the links of the programs attached by hand (kprobes,
 /// perf tracepoints): they detach when dropped, so they live exactly as long as the skeleton.
 pub struct Loaded<S> {

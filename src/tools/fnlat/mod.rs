@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::common::kernel::hooks::{plan_function, FunctionHook, FunctionPrograms};
 use crate::common::kernel::plan::{AttachPlan, Flavor};
 use crate::common::kernel::prober::Prober;
 use crate::common::load::events::EventQueue;
@@ -22,6 +21,9 @@ use crate::common::report::hist::{LatencyHistogram, Unit};
 use crate::common::report::{local_hms, HistogramReport, LabeledHistogram};
 use crate::common::run::filter::TaskFilter;
 use crate::common::run::{EventTool, HistogramTool, Tool};
+use slots::{plan_slot, FnSlot, SLOTS};
+
+pub mod slots;
 
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/fnlat.skel.rs"));
@@ -32,9 +34,9 @@ use skel::{types, FnlatSkel, FnlatSkelBuilder};
 unsafe impl plain::Plain for types::fnlat_key {}
 unsafe impl plain::Plain for types::fnlat_event {}
 unsafe impl plain::Plain for types::task_filter {}
+unsafe impl plain::Plain for types::fn_slot {}
 
-/// Must match FNLAT_SLOTS, FNLAT_OPS in src/bpf/fnlat.h.
-const SLOTS: usize = 16;
+/// Must match FNLAT_OPS in src/bpf/fnlat.h (FNLAT_SLOTS is `slots::SLOTS`).
 const OPS: usize = 16;
 
 /// A kernel function that performs an operation.
@@ -95,53 +97,10 @@ pub struct FnlatOptions {
     pub min_ns: Option<u64>,
 }
 
-/// Slot program names, as FNLAT_SLOT generates them.
-macro_rules! slot_names {
-    ($suffix:literal) => {
-        [
-            concat!("slot0_", $suffix),
-            concat!("slot1_", $suffix),
-            concat!("slot2_", $suffix),
-            concat!("slot3_", $suffix),
-            concat!("slot4_", $suffix),
-            concat!("slot5_", $suffix),
-            concat!("slot6_", $suffix),
-            concat!("slot7_", $suffix),
-            concat!("slot8_", $suffix),
-            concat!("slot9_", $suffix),
-            concat!("slot10_", $suffix),
-            concat!("slot11_", $suffix),
-            concat!("slot12_", $suffix),
-            concat!("slot13_", $suffix),
-            concat!("slot14_", $suffix),
-            concat!("slot15_", $suffix),
-        ]
-    };
-}
-const FENTRY: [&str; SLOTS] = slot_names!("fentry");
-const KPROBE: [&str; SLOTS] = slot_names!("kprobe");
-const KRETPROBE: [&str; SLOTS] = slot_names!("kretprobe");
-/// fexit programs by the arity they were built for: 2 to 5.
-const FEXIT: [[&str; SLOTS]; 4] = [
-    slot_names!("fexit2"),
-    slot_names!("fexit3"),
-    slot_names!("fexit4"),
-    slot_names!("fexit5"),
-];
-
-/// `enum fnlat_arg`: the argument kinds that lead to a file, best first.
-const ARG_KINDS: [(&str, u32); 5] = [
-    ("kiocb", 2),
-    ("file", 1),
-    ("dentry", 3),
-    ("path", 4),
-    ("inode", 5),
-];
-
 /// fnlat's plan: the attach plan and what each slot counts.
 pub struct FnlatPlan {
     plan: AttachPlan,
-    slots: Vec<types::fnlat_slot>,
+    slots: Vec<FnSlot>,
 }
 
 impl AsRef<AttachPlan> for FnlatPlan {
@@ -159,7 +118,7 @@ pub struct Fnlat {
     queue: Option<EventQueue<types::fnlat_event>>,
     losses: LossTally,
     /// What each slot counts for (its op), as planned.
-    slots: Vec<types::fnlat_slot>,
+    slots: Vec<FnSlot>,
     /// The exit programs (fexit, kretprobe), whose skipped runs are calls lost; a skipped
     /// entry shows at the exit as `no_start`.
     exits: Vec<&'static str>,
@@ -167,60 +126,6 @@ pub struct Fnlat {
 }
 
 const HISTOGRAM_LOSSES: [Loss; 4] = [Loss::NoStart, Loss::StartFull, Loss::HistFull, Loss::Clock];
-
-/// Plans one function in slot `slot`: its argument layout from BTF, then fentry/fexit or
-/// kprobe/kretprobe.
-fn plan_slot(
-    prober: &Prober,
-    plan: &mut AttachPlan,
-    layer: &Layer,
-    op: (usize, &Op),
-    func: &Function,
-    slot: usize,
-) -> Result<types::fnlat_slot, String> {
-    // Without BTF for it (a module's function on a kernel without module BTF, such as 5.10),
-    // a function known to kallsyms can still be timed with kprobes; its arguments are then
-    // unknown, so calls are not labelled with their filesystem.
-    let absent =
-        "is not in this kernel (BTF, kallsyms): absent, inlined, or in a module not loaded";
-    let params = match prober.signature(func.name) {
-        Some(sig) => sig.params,
-        None if prober.has_symbol(func.name) => Vec::new(),
-        None => return Err(format!("{} {absent}", func.name)),
-    };
-    let arity = params.len();
-    if !params.is_empty() && !(2..=5).contains(&arity) {
-        return Err(format!(
-            "{} takes {arity} arguments; fnlat's fexit programs take 2 to 5",
-            func.name
-        ));
-    }
-    let (arg, kind) = ARG_KINDS
-        .iter()
-        .find_map(|(name, kind)| {
-            let i = params.iter().position(|p| p.as_deref() == Some(*name))?;
-            Some((i as u32, *kind))
-        })
-        .unwrap_or((0, 0));
-    let hook = FunctionHook {
-        entry_role: op.1.name,
-        exit_role: op.1.name,
-        function: func.name,
-        module: layer.module,
-        programs: FunctionPrograms {
-            fentry: FENTRY[slot],
-            kprobe: KPROBE[slot],
-            exit: Some((FEXIT[arity.max(2) - 2][slot], KRETPROBE[slot], arity)),
-        },
-    };
-    plan_function(prober, plan, &hook)?;
-    Ok(types::fnlat_slot {
-        op: op.0 as u32,
-        arg,
-        kind,
-        pos_arg: func.pos_arg.unwrap_or(u32::MAX),
-    })
-}
 
 impl Tool for Fnlat {
     const NAME: &'static str = "fnlat";
@@ -251,7 +156,14 @@ impl Tool for Fnlat {
                     why_not.push(format!("{}: no free slot", func.name));
                     continue;
                 }
-                match plan_slot(prober, &mut plan, layer, (i, op), func, slots.len()) {
+                match plan_slot(
+                    prober,
+                    &mut plan,
+                    layer.module,
+                    (i, op.name),
+                    func,
+                    slots.len(),
+                ) {
                     Ok(slot) => slots.push(slot),
                     Err(e) => why_not.push(e),
                 }
@@ -339,7 +251,7 @@ fn load(
         rodata.min_ns = opts.min_ns.unwrap_or(0);
         copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
         for (dst, src) in rodata.slots.iter_mut().zip(&plan.slots) {
-            *dst = *src;
+            copy_struct("fn_slot", dst, src)?;
         }
         // A ring buffer is a power of two of pages; one page when no events are wanted.
         let ring = if events { 4 << 20 } else { 4096 };

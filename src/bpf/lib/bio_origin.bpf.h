@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Who submitted a bio, learned where it enters the block layer: block_bio_queue and block_split
+ * run in the submitter's context on every kernel (block_io_start is 6.5+, blk_account_io_start is
+ * inlined on 6.1, and issue or insert may run in a kworker). A tool looks the origin up by a
+ * request's first bio (rq->bio) when it first sees the request or when it ends.
+ *
+ * A tool defines, before its programs run,
+ *     bool bio_origin_call(struct bio_origin *o)
+ * to add its own notion of the submitter (iostack: the traced call in progress) and say whether
+ * to keep the origin at all. The programs bio_queue_{btf,raw} and split_{btf,raw} are planned
+ * by src/common/block/mod.rs, plan_bio_owner. */
+#ifndef IOSTACK_BIO_ORIGIN_BPF_H
+#define IOSTACK_BIO_ORIGIN_BPF_H
+
+#include "lib/blk.bpf.h"
+#include "lib/disk_filter.bpf.h"
+#include "lib/task_filter.bpf.h"
+#include "lib/tp_twins.bpf.h"
+
+struct bio_origin {
+	__u64 call;     /* the tool's id of the call that submitted it (iostack), else 0 */
+	__u64 ts;       /* when it entered the block layer */
+	__u32 pid;
+	__u32 tid;
+	char comm[IOSTACK_COMM_LEN];
+};
+
+/* block_bio_queue(q, bio) and block_split(q, bio, sector) until 5.11; (bio[, sector]) since.
+ * Set from BTF by user space; the untaken branch is pruned by the verifier. */
+const volatile bool bio_tp_with_queue = false;
+
+/* Until its request is first seen (or ends). LRU: a bio merged into another request is never
+ * looked up, and ages out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct bio_origin);
+} bio_origins SEC(".maps");
+
+static __always_inline bool bio_origin_call(struct bio_origin *o);
+
+static __always_inline void current_origin(struct bio_origin *o)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	o->pid = id >> 32;
+	o->tid = (__u32)id;
+	bpf_get_current_comm(o->comm, sizeof(o->comm));
+}
+
+static __always_inline int remember_origin(struct bio *bio)
+{
+	struct bio_origin o = {};
+	__u64 key = (__u64)bio;
+
+	if (!bio || (filter_dev && !disk_selected(bio_dev(bio))))
+		return 0;
+	if (!bio_origin_call(&o))
+		return 0;
+	current_origin(&o);
+	o.ts = bpf_ktime_get_ns();
+	bpf_map_update_elem(&bio_origins, &key, &o, BPF_ANY);
+	return 0;
+}
+
+/* The origin of a request's first bio, taken out of the map into *o; false if unknown. */
+static __always_inline bool take_origin(__u64 bio, struct bio_origin *o)
+{
+	struct bio_origin *found;
+
+	if (!bio)
+		return false;
+	found = bpf_map_lookup_elem(&bio_origins, &bio);
+	if (!found)
+		return false;
+	*o = *found;
+	bpf_map_delete_elem(&bio_origins, &bio);
+	return true;
+}
+
+static __always_inline int bio_queue_args(__u64 *args, bool typed)
+{
+	return remember_origin((struct bio *)tp_arg0_or_1(args, !bio_tp_with_queue));
+}
+
+TP_TWINS(block_bio_queue, bio_queue, bio_queue_args)
+/* The front part of a split bio is never passed to block_bio_queue; it becomes a request. */
+TP_TWINS(block_split, split, bio_queue_args)
+
+#endif
