@@ -8,6 +8,7 @@
 #include "lib/losses.bpf.h"
 #include "lib/task_filter.bpf.h"
 #include "lib/thread_state.bpf.h"
+#include "lib/syscalls.bpf.h"
 #include "syslat.h"
 
 const volatile bool failed_only = false;
@@ -33,11 +34,6 @@ static __always_inline __u32 current_tid(void)
 	return (__u32)bpf_get_current_pid_tgid();
 }
 
-static __always_inline int on_sys_enter(long id, __u64 fd);
-static __always_inline int on_sys_exit(long id, long ret);
-static __always_inline int on_task_exit(void);
-
-#include "lib/syscalls.bpf.h"
 
 static __always_inline int on_sys_enter(long id, __u64 fd)
 {

@@ -20,6 +20,9 @@ pub enum Loss {
     RingBufferFull,
     /// Completed per /proc/diskstats, never seen by the BPF programs.
     Unseen,
+    /// A sleep whose wakeup no program saw (the kernel did not run it): its cause is unknown,
+    /// and the sleep is charged by the kernel's in_iowait flag alone.
+    NoWake,
     /// An end the kernel did not run our program for: it would have run nested in itself on
     /// one CPU (the program's `recursion_misses`, read from the kernel).
     Skipped,
@@ -43,12 +46,13 @@ pub const CALLS: Noun = Noun {
 
 impl Loss {
     /// The kernel's counters, in the order of `enum loss_kind`.
-    pub const KERNEL: [Loss; 5] = [
+    pub const KERNEL: [Loss; 6] = [
         Loss::NoStart,
         Loss::StartFull,
         Loss::HistFull,
         Loss::Clock,
         Loss::RingBufferFull,
+        Loss::NoWake,
     ];
 
     /// The JSON name.
@@ -61,6 +65,7 @@ impl Loss {
             Loss::RingBufferFull => "ring_buffer_full",
             Loss::Unseen => "unseen",
             Loss::Skipped => "skipped",
+            Loss::NoWake => "no_wake",
         }
     }
 
@@ -78,6 +83,9 @@ impl Loss {
             Loss::Unseen => "completed (per /proc/diskstats) that never reached the BPF programs",
             Loss::Skipped => {
                 "not timed: the kernel skipped the program at their end (it would have run nested in itself on one CPU)"
+            }
+            Loss::NoWake => {
+                "with a sleep whose wakeup no program saw (the kernel did not run it): charged by the kernel's in_iowait flag alone"
             }
         }
     }
@@ -135,6 +143,31 @@ pub fn recursion_misses<'a>(progs: impl Iterator<Item = std::os::fd::BorrowedFd<
     progs
         .map(|fd| prog_info(fd).map_or(0, |info| info.recursion_misses))
         .sum()
+}
+
+/// The runs the kernel skipped of some of an object's programs (their `recursion_misses`), new
+/// since the last call: the loss `skipped`.
+pub struct SkippedRuns {
+    programs: Vec<&'static str>,
+    seen: u64,
+}
+
+impl SkippedRuns {
+    pub fn new(programs: Vec<&'static str>) -> SkippedRuns {
+        SkippedRuns { programs, seen: 0 }
+    }
+
+    pub fn take(&mut self, object: &libbpf_rs::Object) -> u64 {
+        use std::os::fd::AsFd as _;
+        let progs: Vec<_> = object
+            .progs()
+            .filter(|p| self.programs.iter().any(|n| p.name() == *n))
+            .collect();
+        let now = recursion_misses(progs.iter().map(|p| p.as_fd()));
+        let new = now.saturating_sub(self.seen);
+        self.seen = now;
+        new
+    }
 }
 
 /// A loaded program's `bpf_prog_info` (run counters, name...), or the errno bpf(2) returned.
@@ -253,11 +286,11 @@ mod tests {
         let mut t = LossTally::default();
         let kinds = [Loss::RingBufferFull, Loss::NoStart];
         assert_eq!(
-            t.delta(&[1, 0, 0, 0, 3], &kinds),
+            t.delta(&[1, 0, 0, 0, 3, 0], &kinds),
             vec![(Loss::RingBufferFull, 3), (Loss::NoStart, 1)]
         );
         assert_eq!(
-            t.delta(&[1, 0, 0, 0, 5], &kinds),
+            t.delta(&[1, 0, 0, 0, 5, 0], &kinds),
             vec![(Loss::RingBufferFull, 2), (Loss::NoStart, 0)]
         );
     }

@@ -5,5 +5,6 @@ pub mod biolat;
 pub mod bioslower;
 pub mod fnlat;
 pub mod fslat;
+pub mod iostack;
 pub mod syslat;
 pub mod vfslat;

@@ -11,7 +11,8 @@ enum loss_kind {
 	LOSS_HIST_FULL = 2,   /* a histogram could not be created: too many distinct keys */
 	LOSS_CLOCK = 3,       /* start after end */
 	LOSS_RINGBUF_FULL = 4, /* an event could not be handed over: user space fell behind */
-	LOSS_KINDS = 5,
+	LOSS_NO_WAKE = 5,     /* a sleep whose wakeup no program saw: its cause is unknown */
+	LOSS_KINDS = 6,
 };
 
 /* Cumulative, read by user space from the mmap-ed .bss. */

@@ -7,11 +7,16 @@
  *                                         read, write, fsync...)
  *     on_sys_exit(long id, long ret)
  *     on_task_exit()                     a thread exits (free its per-thread state)
- * and then includes this header. The program names are part of the contract with the planner. */
+ * (before or after including this header). The program names are part of the contract with the
+ * planner. */
 #ifndef IOSTACK_SYSCALLS_BPF_H
 #define IOSTACK_SYSCALLS_BPF_H
 
 #include "lib/tp_twins.bpf.h"
+
+static __always_inline int on_sys_enter(long id, __u64 fd);
+static __always_inline int on_sys_exit(long id, long ret);
+static __always_inline int on_task_exit(void);
 
 /* Syscall numbers below this can be traced (x86_64 has about 470). */
 #define SYSCALLS_MAX_NR 1024

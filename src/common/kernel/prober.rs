@@ -185,6 +185,23 @@ impl Prober {
         })
     }
 
+    /// The kernel's BTF describes a variable of this name (per-CPU variables are there when
+    /// pahole emitted them: 5.10's Debian kernel has none).
+    pub fn has_variable(&self, name: &str) -> bool {
+        self.btf
+            .type_by_name::<libbpf_rs::btf::types::Var>(name)
+            .is_some()
+    }
+
+    /// A text symbol's address in the running kernel (kallsyms; root sees real addresses), None
+    /// for a described kernel or a symbol it lacks.
+    pub fn symbol_address(&self, name: &str) -> Option<u64> {
+        if self.facilities().is_some() {
+            return None;
+        }
+        kallsyms_text_address(name)
+    }
+
     /// A tracepoint exists: its `btf_trace_<name>` typedef, or tracefs when BTF lacks it.
     pub fn has_tracepoint(&self, category: &str, name: &str) -> bool {
         if self
@@ -422,17 +439,28 @@ pub fn request_disks() -> Vec<String> {
 
 /// /proc/kallsyms lists a text (function) symbol of this name.
 pub fn kallsyms_has_text(name: &str) -> bool {
+    kallsyms_text(name).is_some()
+}
+
+/// The address /proc/kallsyms gives a text symbol, if it is listed with one (not 0: addresses
+/// are hidden from non-root readers).
+pub fn kallsyms_text_address(name: &str) -> Option<u64> {
+    kallsyms_text(name)
+        .and_then(|addr| u64::from_str_radix(&addr, 16).ok())
+        .filter(|&a| a != 0)
+}
+
+fn kallsyms_text(name: &str) -> Option<String> {
     use std::io::BufRead;
-    let Ok(file) = fs::File::open("/proc/kallsyms") else {
-        return false;
-    };
+    let file = fs::File::open("/proc/kallsyms").ok()?;
     std::io::BufReader::new(file)
         .lines()
         .map_while(|l| l.ok())
-        .any(|line| {
+        .find_map(|line| {
             let mut f = line.split_whitespace();
-            let (_, kind, sym) = (f.next(), f.next(), f.next());
-            matches!(kind, Some("t" | "T")) && sym == Some(name)
+            let (addr, kind, sym) = (f.next(), f.next(), f.next());
+            (matches!(kind, Some("t" | "T")) && sym == Some(name))
+                .then(|| addr.unwrap_or("").to_string())
         })
 }
 

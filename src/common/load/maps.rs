@@ -39,6 +39,13 @@ impl HistogramCollector {
         self.drain.swap_and_drain_array(hist_gen, map, slots)
     }
 
+    /// Flips writers to the other generation and returns the one to drain, for a tool that
+    /// drains several maps of one generation (`drain_percpu_array`, `drain_percpu_hash`,
+    /// `drain_generation`).
+    pub fn flip(&mut self, hist_gen: &mut u32) -> u32 {
+        self.drain.swap(hist_gen)
+    }
+
     /// New losses of `kinds` since the last report, from the object's `.bss` `losses[]`.
     pub fn losses(
         &mut self,
@@ -99,16 +106,75 @@ impl HistogramDrain {
     }
 }
 
-/// Sums one per-CPU histogram value over CPUs.
-fn sum_per_cpu(per_cpu: &[Vec<u8>]) -> Result<LatencyHistogram> {
-    let mut hist = LatencyHistogram::default();
-    let mut raw = RawHist::zeroed();
+/// Sums one per-CPU value over CPUs with `add`.
+fn sum_per_cpu<V: plain::Plain + Copy>(
+    per_cpu: &[Vec<u8>],
+    mut sum: V,
+    add: &impl Fn(&mut V, &V),
+) -> Result<V> {
+    let mut one = sum;
     for bytes in per_cpu {
-        plain::copy_from_bytes(&mut raw, bytes)
-            .map_err(|e| anyhow::anyhow!("histogram value has the wrong size: {e:?}"))?;
-        hist.add_raw(&raw);
+        plain::copy_from_bytes(&mut one, bytes)
+            .map_err(|e| anyhow::anyhow!("a per-CPU value has the wrong size: {e:?}"))?;
+        add(&mut sum, &one);
     }
-    Ok(hist)
+    Ok(sum)
+}
+
+/// Reads, sums over CPUs (with `add`, from `zero`) and zeroes the entries
+/// `gen * n .. (gen + 1) * n` of a per-CPU array; returns `(index - gen * n, sum)` for those
+/// `keep` accepts.
+pub fn drain_percpu_array<M: MapCore, V: plain::Plain + Copy>(
+    map: &M,
+    gen: u32,
+    n: u32,
+    zero: V,
+    add: impl Fn(&mut V, &V),
+    keep: impl Fn(&V) -> bool,
+) -> Result<Vec<(u32, V)>> {
+    let cleared = vec![vec![0u8; std::mem::size_of::<V>()]; libbpf_rs::num_possible_cpus()?];
+    let mut out = Vec::new();
+    for i in 0..n {
+        let key = (gen * n + i).to_ne_bytes();
+        let Some(per_cpu) = map
+            .lookup_percpu(&key, MapFlags::ANY)
+            .context("reading a per-CPU array")?
+        else {
+            continue;
+        };
+        let sum = sum_per_cpu(&per_cpu, zero, &add)?;
+        if keep(&sum) {
+            map.update_percpu(&key, &cleared, MapFlags::ANY)
+                .context("clearing a per-CPU array entry")?;
+            out.push((i, sum));
+        }
+    }
+    Ok(out)
+}
+
+/// Reads, sums over CPUs and deletes every entry of one generation of a per-CPU hash whose keys
+/// start with a `__u32 gen`.
+pub fn drain_percpu_hash<M: MapCore, V: plain::Plain + Copy>(
+    map: &M,
+    gen: u32,
+    zero: V,
+    add: impl Fn(&mut V, &V),
+) -> Result<Vec<(Vec<u8>, V)>> {
+    let keys: Vec<Vec<u8>> = map
+        .keys()
+        .filter(|k| k.len() >= 4 && u32::from_ne_bytes([k[0], k[1], k[2], k[3]]) & 1 == gen)
+        .collect();
+    let mut out = Vec::with_capacity(keys.len());
+    for key in keys {
+        let per_cpu = map
+            .lookup_percpu(&key, MapFlags::ANY)
+            .context("reading a per-CPU hash")?;
+        map.delete(&key).context("clearing a per-CPU hash")?;
+        if let Some(per_cpu) = per_cpu {
+            out.push((key, sum_per_cpu(&per_cpu, zero, &add)?));
+        }
+    }
+    Ok(out)
 }
 
 /// Reads, sums over CPUs and zeroes the histograms `gen * slots .. (gen + 1) * slots` of a
@@ -118,24 +184,15 @@ pub fn drain_array_generation<M: MapCore>(
     gen: u32,
     slots: u32,
 ) -> Result<Vec<(u32, LatencyHistogram)>> {
-    let zero = vec![vec![0u8; std::mem::size_of::<RawHist>()]; libbpf_rs::num_possible_cpus()?];
-    let mut out = Vec::new();
-    for slot in 0..slots {
-        let key = (gen * slots + slot).to_ne_bytes();
-        let Some(per_cpu) = map
-            .lookup_percpu(&key, MapFlags::ANY)
-            .context("reading a histogram")?
-        else {
-            continue;
-        };
-        let hist = sum_per_cpu(&per_cpu)?;
-        if hist.count > 0 {
-            map.update_percpu(&key, &zero, MapFlags::ANY)
-                .context("clearing a histogram")?;
-            out.push((slot, hist));
-        }
-    }
-    Ok(out)
+    let drained = drain_percpu_array(map, gen, slots, RawHist::zeroed(), add_raw, |h| h.count > 0)?;
+    Ok(drained
+        .into_iter()
+        .map(|(i, raw)| (i, raw.into()))
+        .collect())
+}
+
+fn add_raw(sum: &mut RawHist, one: &RawHist) {
+    sum.add(one);
 }
 
 impl Default for HistogramDrain {
@@ -146,24 +203,12 @@ impl Default for HistogramDrain {
 
 /// Reads, sums over CPUs and deletes every histogram of one generation.
 pub fn drain_generation<M: MapCore>(map: &M, gen: u32) -> Result<Vec<(Vec<u8>, LatencyHistogram)>> {
-    let keys: Vec<Vec<u8>> = map
-        .keys()
-        .filter(|k| k.len() >= 4 && u32::from_ne_bytes([k[0], k[1], k[2], k[3]]) & 1 == gen)
-        .collect();
-    let mut out = Vec::with_capacity(keys.len());
-    for key in keys {
-        let per_cpu = map
-            .lookup_percpu(&key, MapFlags::ANY)
-            .context("reading a histogram")?;
-        map.delete(&key).context("clearing a histogram")?;
-        if let Some(per_cpu) = per_cpu {
-            let hist = sum_per_cpu(&per_cpu)?;
-            if hist.count > 0 {
-                out.push((key, hist));
-            }
-        }
-    }
-    Ok(out)
+    let drained = drain_percpu_hash(map, gen, RawHist::zeroed(), add_raw)?;
+    Ok(drained
+        .into_iter()
+        .map(|(k, raw)| (k, LatencyHistogram::from(raw)))
+        .filter(|(_, h)| h.count > 0)
+        .collect())
 }
 
 /// A per-CPU hash of `__u32` keys and `__u64` counters, summed over CPUs (e.g. `io_seen`).

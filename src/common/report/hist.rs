@@ -28,6 +28,19 @@ pub struct RawHist {
 unsafe impl plain::Plain for RawHist {}
 
 impl RawHist {
+    /// Adds another CPU's (or key's) counters.
+    pub fn add(&mut self, other: &RawHist) {
+        self.count += other.count;
+        self.sum_ns += other.sum_ns;
+        self.max_ns = self.max_ns.max(other.max_ns);
+        for (a, b) in self.slots.iter_mut().zip(other.slots.iter()) {
+            *a += b;
+        }
+        for (a, b) in self.fine.iter_mut().zip(other.fine.iter()) {
+            *a += b;
+        }
+    }
+
     pub fn zeroed() -> RawHist {
         RawHist {
             count: 0,
@@ -139,6 +152,18 @@ pub struct Summary {
     pub p99_ns: f64,
     pub p999_ns: f64,
     pub max_ns: u64,
+}
+
+impl From<RawHist> for LatencyHistogram {
+    fn from(raw: RawHist) -> LatencyHistogram {
+        LatencyHistogram {
+            count: raw.count,
+            sum_ns: raw.sum_ns,
+            max_ns: raw.max_ns,
+            slots: raw.slots,
+            fine: raw.fine,
+        }
+    }
 }
 
 impl LatencyHistogram {

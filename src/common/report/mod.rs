@@ -75,6 +75,14 @@ pub fn local_hms() -> String {
     format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
 }
 
+/// Milliseconds since the epoch, for JSON reports.
+pub fn unix_time_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
 /// A histogram with the labels that identify it (e.g. disk and flags).
 pub struct LabeledHistogram {
     pub labels: Vec<(&'static str, String)>,
@@ -225,10 +233,7 @@ impl HistogramReport {
         let report = JsonReport {
             tool: self.tool,
             time: local_hms(),
-            unix_time_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or(0),
+            unix_time_ms: unix_time_ms(),
             unit: self.unit.name(),
             histograms,
             drops: self
@@ -255,8 +260,10 @@ impl HistogramReport {
         line.push('\n');
         line
     }
+}
 
-    pub fn render(&self, timestamp: bool, json: bool) -> String {
+impl crate::common::run::Render for HistogramReport {
+    fn render(&self, timestamp: bool, json: bool) -> String {
         if json {
             self.json()
         } else {

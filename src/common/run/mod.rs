@@ -44,6 +44,20 @@ pub trait Tool: Sized {
     fn open(prober: &Prober, plan: &mut Self::Plan, opts: &Self::Options) -> Result<Self>;
 }
 
+/// What an interval tool reports: rendered as text (`-T` adds the time) or one JSON object.
+pub trait Render {
+    fn render(&self, timestamp: bool, json: bool) -> String;
+}
+
+/// A tool that reports every interval (or once at Ctrl-C) a report of its own shape.
+pub trait IntervalTool: Tool {
+    type Report: Render;
+    /// `Tracing ... Hit Ctrl-C to end.`
+    fn banner(&self) -> String;
+    /// Drains what the kernel gathered since the last call.
+    fn collect(&mut self) -> Result<Self::Report>;
+}
+
 /// A tool that reports histograms per interval.
 pub trait HistogramTool: Tool {
     /// `Tracing block device I/O... Hit Ctrl-C to end.`
@@ -118,6 +132,21 @@ pub fn histograms<T: HistogramTool>(
     common: &CommonArgs,
     opts: T::Options,
 ) -> Result<()> {
+    report_intervals::<T, HistogramReport>(name, common, opts, T::banner, T::collect)
+}
+
+/// Runs an interval tool, named `name` in messages, as `histograms` runs a histogram tool.
+pub fn intervals<T: IntervalTool>(name: &str, common: &CommonArgs, opts: T::Options) -> Result<()> {
+    report_intervals::<T, T::Report>(name, common, opts, T::banner, T::collect)
+}
+
+fn report_intervals<T: Tool, R: Render>(
+    name: &str,
+    common: &CommonArgs,
+    opts: T::Options,
+    banner: impl Fn(&T) -> String,
+    mut collect: impl FnMut(&mut T) -> Result<R>,
+) -> Result<()> {
     let style = Style {
         json: common.json,
         explain: common.explain,
@@ -128,9 +157,9 @@ pub fn histograms<T: HistogramTool>(
         return Ok(());
     };
     let stop = StopSignal::install()?;
-    announce(&mut out, common.json, &tool.banner())?;
+    announce(&mut out, common.json, &banner(&tool))?;
     run_intervals(&stop, common.interval, common.count, || {
-        let report = tool.collect()?;
+        let report = collect(&mut tool)?;
         out.write(&report.render(common.timestamp, common.json))
     })
 }

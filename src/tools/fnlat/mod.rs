@@ -15,7 +15,7 @@ use crate::common::load::events::EventQueue;
 use crate::common::load::maps::HistogramCollector;
 use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
 use crate::common::losses::{
-    event_losses, read_kernel_losses, recursion_misses, Loss, LossEvent, LossTally, Noun, CALLS,
+    event_losses, read_kernel_losses, Loss, LossEvent, LossTally, Noun, SkippedRuns, CALLS,
 };
 use crate::common::report::hist::{LatencyHistogram, Unit};
 use crate::common::report::{local_hms, HistogramReport, LabeledHistogram};
@@ -119,10 +119,9 @@ pub struct Fnlat {
     losses: LossTally,
     /// What each slot counts for (its op), as planned.
     slots: Vec<FnSlot>,
-    /// The exit programs (fexit, kretprobe), whose skipped runs are calls lost; a skipped
-    /// entry shows at the exit as `no_start`.
-    exits: Vec<&'static str>,
-    skipped_seen: u64,
+    /// The runs of its exit programs (fexit, kretprobe) the kernel skipped are calls lost; a
+    /// skipped entry shows at the exit as `no_start`.
+    skipped: SkippedRuns,
 }
 
 const HISTOGRAM_LOSSES: [Loss; 4] = [Loss::NoStart, Loss::StartFull, Loss::HistFull, Loss::Clock];
@@ -214,14 +213,14 @@ impl Tool for Fnlat {
             queue,
             losses: LossTally::default(),
             slots: plan.slots.clone(),
-            exits: plan
-                .plan
-                .programs
-                .iter()
-                .filter(|p| matches!(p.flavor, Flavor::Fexit | Flavor::Kretprobe))
-                .map(|p| p.program)
-                .collect(),
-            skipped_seen: 0,
+            skipped: SkippedRuns::new(
+                plan.plan
+                    .programs
+                    .iter()
+                    .filter(|p| matches!(p.flavor, Flavor::Fexit | Flavor::Kretprobe))
+                    .map(|p| p.program)
+                    .collect(),
+            ),
         })
     }
 }
@@ -274,19 +273,7 @@ impl Fnlat {
     /// Calls whose exit program the kernel skipped since the last call.
     fn new_skipped(&mut self) -> u64 {
         use libbpf_rs::skel::Skel as _;
-        use std::os::fd::AsFd as _;
-        let exits = &self.exits;
-        let progs: Vec<_> = self
-            .loaded
-            .skel
-            .object()
-            .progs()
-            .filter(|p| exits.iter().any(|e| p.name() == *e))
-            .collect();
-        let now = recursion_misses(progs.iter().map(|p| p.as_fd()));
-        let new = now.saturating_sub(self.skipped_seen);
-        self.skipped_seen = now;
-        new
+        self.skipped.take(self.loaded.skel.object())
     }
 
     /// Calls per op that returned -EIOCBQUEUED since the last report.

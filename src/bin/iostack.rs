@@ -1,0 +1,85 @@
+//! iostack: every layer of the same I/O calls in one run, and where each call's time went. The
+//! tool is `iostack::tools::iostack`.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use iostack::common::block::disk::DiskFilter;
+use iostack::common::report::hist::Unit;
+use iostack::common::run::filter::TaskFilter;
+use iostack::common::run::threshold::parse_threshold;
+use iostack::common::run::{self, cli, error, Style};
+use iostack::tools::iostack::{Iostack, IostackOptions, NAME};
+
+const ABOUT: &str =
+    "Follow I/O calls through every layer (syscall, VFS, filesystem, block) and split each call's time into where it went";
+
+const EXAMPLES: &str = "Examples:
+  iostack                    per operation: each layer's latency, and where the time went, at Ctrl-C
+  iostack 5 3                every 5 seconds, three times
+  iostack -p 1234            only process 1234
+  iostack -d nvme0n1         only calls on files of nvme0n1, and its I/O
+  iostack --fs ext4 -m       only calls on ext4 files, in milliseconds
+  iostack -P 1               every second, the 10 processes with the most time in I/O calls
+  iostack --slow 10          each call slower than 10 ms as it ends: its layers, its time, its I/O
+  iostack --slow 10 -j       the same as one JSON object per call
+  iostack --explain          which kernel hooks would be used, which layers cannot be, and why";
+
+/// iostack's own arguments (the runner adds -T -m -j --explain -v [interval [count]]).
+#[derive(Args, Debug)]
+struct IostackArgs {
+    /// Trace only this process (all its threads)
+    #[arg(short = 'p', long, value_name = "PID")]
+    pid: Option<u32>,
+
+    /// Trace only this thread
+    #[arg(long, value_name = "TID")]
+    tid: Option<u32>,
+
+    /// Trace only tasks with this name (as in /proc/PID/comm)
+    #[arg(short = 'c', long, value_name = "COMM")]
+    comm: Option<String>,
+
+    /// Only calls on files of this disk (a whole disk: sda, nvme0n1, vda, loop0), and its I/O
+    #[arg(short = 'd', long, value_name = "DISK")]
+    disk: Option<String>,
+
+    /// Only calls on files of this filesystem type (ext4, xfs, btrfs, nfs, f2fs)
+    #[arg(long, value_name = "FS")]
+    fs: Option<String>,
+
+    /// Per process: the 10 processes with the most time in I/O calls
+    #[arg(short = 'P', long)]
+    per_process: bool,
+
+    /// Print each call slower than this as it ends, instead of reports: milliseconds (10,
+    /// 0.5) or with a unit (500us, 2s); 0 prints every call
+    #[arg(long, value_name = "MS", value_parser = parse_threshold)]
+    slow: Option<u64>,
+}
+
+fn main() -> ExitCode {
+    let command = cli::histogram_command::<IostackArgs>(NAME, ABOUT, EXAMPLES);
+    let cli: cli::HistogramCommand<IostackArgs> = cli::parse_command(NAME, command);
+    error::run_main(NAME, || {
+        let (a, common) = (&cli.tool, &cli.common);
+        let opts = IostackOptions::new(
+            TaskFilter::new(a.pid, a.tid, a.comm.as_deref())?,
+            a.disk.as_deref().map(DiskFilter::parse).transpose()?,
+            a.fs.clone(),
+            a.per_process,
+            a.slow,
+            Unit::from_millis_flag(common.milliseconds),
+        )?;
+        if opts.slow_ns.is_some() {
+            let style = Style {
+                json: common.json,
+                explain: common.explain,
+                verbose: common.verbose,
+            };
+            return run::events::<Iostack>(NAME, style, opts);
+        }
+        run::intervals::<Iostack>(NAME, common, opts)
+    })
+}

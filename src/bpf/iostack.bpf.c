@@ -1,0 +1,589 @@
+// SPDX-License-Identifier: GPL-2.0
+/* iostack: the same I/O calls through every layer this kernel lets us trace, and each call's
+ * time split into parts that add up to it (lib/breakdown.bpf.h): syscall enter/exit, the VFS
+ * and filesystem functions inside the call (function slots, where fentry or kprobes work), the
+ * scheduler's switches and wakeups, and the block requests the call waited for.
+ *
+ * Everything about a call is recorded once, when it returns, by the sys_exit program: its
+ * latency per layer, its breakdown, and (--slow) its journey. Each report map has that one
+ * writer, so its per-CPU values take plain adds. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "lib/hist.bpf.h"
+#include "lib/losses.bpf.h"
+#include "lib/task_filter.bpf.h"
+#include "lib/disk_filter.bpf.h"
+#include "lib/blk.bpf.h"
+#include "lib/io_seen.bpf.h"
+#include "lib/rq_starts.bpf.h"
+#include "lib/thread_state.bpf.h"
+#include "lib/file.bpf.h"
+#include "lib/bio_origin.bpf.h"
+#include "lib/breakdown.bpf.h"
+#include "lib/syscalls.bpf.h"
+#include "iostack.h"
+
+#define FN_SLOTS IOSTACK_FN_SLOTS
+#include "lib/fn_slots.bpf.h"
+
+/* -P: totals per process. */
+const volatile bool per_process = false;
+/* --slow: journeys of calls at least this slow (want_journeys), instead of histograms. */
+const volatile bool want_journeys = false;
+const volatile __u64 slow_ns = 0;
+/* The operation whose return value is the file descriptor (open), 0 if none is traced. */
+const volatile __u8 open_op = 0;
+/* --fs FS and -d DISK: only calls whose file is on that filesystem type, on that disk. */
+const volatile bool filter_fs = false;
+const volatile char fs_filter[FN_FS_LEN] = {};
+const volatile __u32 disk_devs[IOSTACK_DISK_DEVS] = {};
+/* sched_switch passes prev_state (5.18+); before, it is read from the task. */
+const volatile bool switch_has_state = true;
+
+/* Reserved so that the types reach the generated skeleton. */
+struct journey _journey = {};
+struct layer_key _layer_key = {};
+struct proc_key _proc_key = {};
+
+THREAD_STATE(calls, struct call_state, 32768)
+
+/* Index: generation * IOSTACK_OPS + op. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * IOSTACK_OPS);
+	__type(key, __u32);
+	__type(value, struct op_totals);
+} op_totals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct layer_key);
+	__type(value, struct hist);
+} layer_hists SEC(".maps");
+
+/* -P only; user space sizes it (1 entry otherwise). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct proc_key);
+	__type(value, struct proc_totals);
+} proc_totals SEC(".maps");
+
+const struct proc_totals proc_totals_zero = {};
+
+/* --slow only; user space sizes it (one page otherwise). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+/* ---- tasks ---------------------------------------------------------------------------------- */
+
+static __always_inline struct task_struct *current_task_btf(void)
+{
+	return per_task ? bpf_get_current_task_btf() : NULL;
+}
+
+static __always_inline __u32 current_tid(void)
+{
+	return (__u32)bpf_get_current_pid_tgid();
+}
+
+/* The current thread's call in progress, or NULL. */
+static __always_inline struct call_state *current_call(void)
+{
+	struct call_state *st = calls_of(current_task_btf(), current_tid(), false);
+
+	return st && st->start ? st : NULL;
+}
+
+/* A task the scheduler hands us passes -p/--tid/-c (its tid in *tid). */
+static __always_inline bool task_traced(struct task_struct *t, bool typed, __u32 *tid)
+{
+	char comm[IOSTACK_COMM_LEN];
+	__u32 tgid = IOSTACK_GET(typed, t, tgid);
+
+	*tid = IOSTACK_GET(typed, t, pid);
+	if (task_filter.tgid && tgid != task_filter.tgid)
+		return false;
+	if (task_filter.tid && *tid != task_filter.tid)
+		return false;
+	if (!task_filter.has_comm)
+		return true;
+	bpf_probe_read_kernel(comm, sizeof(comm), &t->comm);
+	return comm_equal(comm);
+}
+
+/* Its call in progress (the scheduler's tasks are typed only through tp_btf). */
+static __always_inline struct call_state *call_of(struct task_struct *t, bool typed)
+{
+	struct call_state *st;
+	__u32 tid;
+
+	if (!task_traced(t, typed, &tid))
+		return NULL;
+	st = calls_of(typed ? t : NULL, tid, false);
+	return st && st->start ? st : NULL;
+}
+
+static __always_inline bool in_iowait(struct task_struct *t, bool typed)
+{
+	if (typed)
+		return BPF_CORE_READ_BITFIELD(t, in_iowait);
+	return BPF_CORE_READ_BITFIELD_PROBED(t, in_iowait);
+}
+
+/* The state field before 5.14. */
+struct task_struct___with_state {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(struct task_struct *t)
+{
+	struct task_struct___with_state *old = (void *)t;
+
+	if (bpf_core_field_exists(old->state))
+		return BPF_CORE_READ(old, state);
+	return BPF_CORE_READ(t, __state);
+}
+
+/* ---- the scheduler -------------------------------------------------------------------------- */
+
+static __always_inline int on_switch(bool preempt, struct task_struct *prev,
+				     struct task_struct *next, long prev_state, bool typed)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct call_state *st;
+	bool runnable, iowait = false;
+
+	close_mark();
+	if (!switch_has_state)
+		prev_state = task_state(prev);
+	/* TASK_RUNNING (0): preempted, or woken before it could sleep. */
+	runnable = preempt || prev_state == 0;
+	if (!runnable) {
+		iowait = in_iowait(prev, typed);
+		if (iowait)
+			io_wait_begins(IOSTACK_GET(typed, prev, pid), now);
+	}
+	st = call_of(prev, typed);
+	if (st)
+		call_switched_out(st, IOSTACK_GET(typed, prev, pid), runnable, iowait, now);
+	st = call_of(next, typed);
+	if (st)
+		call_switched_in(st, IOSTACK_GET(typed, next, pid), now);
+	return 0;
+}
+
+/* sched_switch(preempt, prev, next[, prev_state]) */
+static __always_inline int switch_args(__u64 *args, bool typed)
+{
+	return on_switch((bool)args[0], (struct task_struct *)args[1],
+			 (struct task_struct *)args[2], switch_has_state ? (long)args[3] : 0, typed);
+}
+
+/* sched_waking(p) runs in the waker's context: what ended the sleep is around us. */
+static __always_inline int waking_args(__u64 *args, bool typed)
+{
+	struct task_struct *p = (struct task_struct *)args[0];
+	__u64 now = bpf_ktime_get_ns();
+	struct call_state *st;
+	__u32 tid = IOSTACK_GET(typed, p, pid);
+
+	if (in_iowait(p, typed))
+		io_wait_ends(tid, now);
+	st = call_of(p, typed);
+	if (!st || st->state != STATE_SLEEPING)
+		return 0;
+	call_sleep_ends(st, tid, live_mark(now), on_task_stack(), now);
+	return 0;
+}
+
+/* sched_wakeup(p): p is on a run queue. */
+static __always_inline int wakeup_args(__u64 *args, bool typed)
+{
+	struct call_state *st = call_of((struct task_struct *)args[0], typed);
+
+	if (st)
+		call_enqueued(st, bpf_ktime_get_ns());
+	return 0;
+}
+
+TP_TWINS(sched_switch, switch, switch_args)
+TP_TWINS(sched_waking, waking, waking_args)
+TP_TWINS(sched_wakeup, wakeup, wakeup_args)
+
+/* ---- block I/O ------------------------------------------------------------------------------ */
+
+/* A bio enters the block layer in its submitter's context: the call in progress there owns it,
+ * unless blk-throttle's dispatcher passes on a bio it held. */
+static __always_inline bool bio_origin_call(struct bio_origin *o)
+{
+	struct call_state *st = current_call();
+	__u64 id;
+
+	if (!st) {
+		if (in_throttle_dispatch())
+			o->call = CALL_THROTTLED;
+		return true;
+	}
+	id = call_id(current_tid(), st->seq);
+	o->call = id;
+	if (!st->has_io) {
+		if (bpf_map_update_elem(&call_ios, &id, &call_io_zero, BPF_NOEXIST))
+			count_loss(LOSS_START_FULL);
+		else
+			st->has_io = 1;
+	}
+	return true;
+}
+
+static __always_inline int on_issue(struct request *rq, bool typed)
+{
+	return rq_stamp(rq, false, typed);
+}
+
+/* Never planned: iostack times requests from their issue. */
+static __always_inline int on_queue_start(struct request *rq, bool typed)
+{
+	return 0;
+}
+
+/* A request ends: it becomes this CPU's completion mark, for the wakeups its end causes. */
+static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool typed)
+{
+	__u32 dev = rq_dev(rq, typed), flags, cmd, kind;
+	struct completion_mark *m;
+	struct bio_origin o = {};
+	__u64 now, issue;
+	bool known;
+
+	if (!request_ended(rq, dev, nr_bytes, typed, &flags, &cmd))
+		return 0;
+	m = this_cpu_mark();
+	if (!m)
+		return 0;
+	now = bpf_ktime_get_ns();
+	kind = req_kind(cmd);
+	if (kind < KINDS)
+		__sync_fetch_and_add(&ended[kind], 1);
+	issue = rq_start(rq, flags, typed);
+	if (!issue)
+		count_loss(LOSS_NO_START);
+	known = take_origin((__u64)IOSTACK_GET(typed, rq, bio), &o);
+	m->ts = now;
+	m->task = bpf_get_current_task();
+	m->ctx = on_task_stack();
+	m->issue = issue <= now ? issue : 0;
+	m->kind = kind;
+	m->waited = 0;
+	m->call = o.call;
+	m->origin = !known			? ORIGIN_UNKNOWN :
+		    o.call == CALL_THROTTLED	? ORIGIN_THROTTLED :
+		    o.call			? ORIGIN_CALL :
+						  ORIGIN_TASK;
+	m->req.sector = IOSTACK_GET(typed, rq, __sector);
+	m->req.bytes = IOSTACK_GET(typed, rq, __data_len);
+	m->req.dev = dev;
+	m->req.cmd_flags = cmd;
+	m->req.how = REQ_OWN;
+	m->req.pid = o.pid;
+	m->req.tid = o.tid;
+	__builtin_memcpy(m->req.comm, o.comm, sizeof(m->req.comm));
+	m->req.device_ns = m->issue ? now - m->issue : 0;
+	m->req.queue_ns = (m->issue && o.ts && m->issue > o.ts) ? m->issue - o.ts : 0;
+	if (own_request_ended(m, now)) {
+		m->waited = 1;
+		if (kind < KINDS)
+			__sync_fetch_and_add(&waited[kind], 1);
+	}
+	return 0;
+}
+
+#include "lib/blk_hooks.bpf.h"
+
+/* ---- the VFS and filesystem layers ---------------------------------------------------------- */
+
+/* The time a call spends in a layer is counted from its outermost function (an O_SYNC write's
+ * fsync inside its write_iter counts once). */
+static __always_inline int fn_entry(void *ctx, enum hook_flavour flavour, __u32 slot)
+{
+	struct call_state *st;
+	__u32 layer;
+
+	if (slot >= FN_SLOTS)
+		return 0;
+	st = current_call();
+	if (!st)
+		return 0;
+	layer = (slots[slot].op - 1) & 1;
+	if (st->layer_depth[layer]++ == 0)
+		st->layer_start[layer] = bpf_ktime_get_ns();
+	if (slots[slot].op == LAYER_FS && !st->fs[0])
+		fs_name(st->fs, slot_file_arg(ctx, flavour, slot), slots[slot].kind);
+	return 0;
+}
+
+static __always_inline int fn_exit(void *ctx, long ret, __u32 slot)
+{
+	struct call_state *st;
+	__u32 layer;
+	__u64 now;
+
+	if (slot >= FN_SLOTS)
+		return 0;
+	st = current_call();
+	if (!st)
+		return 0;
+	layer = (slots[slot].op - 1) & 1;
+	if (!st->layer_depth[layer] || --st->layer_depth[layer])
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (now > st->layer_start[layer])
+		st->layer_ns[layer] += now - st->layer_start[layer];
+	return 0;
+}
+
+FN_SLOTS_16
+
+/* ---- system calls --------------------------------------------------------------------------- */
+
+static __always_inline int on_sys_enter(long id, __u64 fd)
+{
+	__u32 slot = slot_of(id);
+	struct task_struct *task;
+	struct call_state *st;
+	__u64 now;
+
+	if (!slot || !current_selected())
+		return 0;
+	task = current_task_btf();
+	if (in_compat_syscall(task))
+		return 0;
+	st = calls_of(task, current_tid(), true);
+	if (!st) {
+		count_loss(LOSS_START_FULL);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	st->seq++;
+	st->start = now;
+	st->last = now;
+	for (int i = 0; i < PARTS; i++)
+		st->parts[i] = 0;
+	for (int i = 0; i < CALL_LAYERS; i++) {
+		st->layer_ns[i] = 0;
+		st->layer_depth[i] = 0;
+	}
+	st->via_waker_ns = 0;
+	st->via_pid = 0;
+	st->fd = fd;
+	st->nr = id;
+	st->op = slot;
+	st->state = STATE_ON_CPU;
+	st->has_io = 0;
+	st->ios = 0;
+	st->nreq = 0;
+	st->fs[0] = 0;
+	return 0;
+}
+
+/* --fs and -d: the call's file is on that filesystem type and disk. */
+static __always_inline bool file_selected(struct call_state *st, long ret)
+{
+	char fs[FN_FS_LEN] = {};
+	__s64 fd = st->op == open_op ? ret : (__s64)st->fd;
+	struct file *f;
+	__u32 dev;
+
+	if (!filter_fs && !disk_devs[0])
+		return true;
+	if (fd < 0)
+		return false;
+	f = fd_file(fd);
+	if (!f)
+		return false;
+	if (filter_fs) {
+		sb_fs_name(fs, BPF_CORE_READ(f, f_inode, i_sb));
+		for (int i = 0; i < FN_FS_LEN; i++) {
+			if (fs[i] != fs_filter[i])
+				return false;
+			if (!fs[i])
+				break;
+		}
+	}
+	if (!disk_devs[0])
+		return true;
+	dev = file_dev(f);
+	for (int i = 0; i < IOSTACK_DISK_DEVS; i++) {
+		if (disk_devs[i] && disk_devs[i] == dev)
+			return true;
+	}
+	return false;
+}
+
+static __always_inline void record_layer(__u32 op, __u32 layer, const char *fs, __u64 ns)
+{
+	struct layer_key k = {.gen = hist_gen & 1, .op = op, .layer = layer};
+	struct hist *h;
+
+	if (fs)
+		__builtin_memcpy(k.fs, fs, sizeof(k.fs));
+	h = hist_get(&layer_hists, &k);
+	if (h)
+		hist_record_exclusive(h, ns);
+}
+
+static __always_inline void record_process(struct call_state *st, __u64 total, __u32 ios)
+{
+	struct proc_key k = {.gen = hist_gen & 1, .op = st->op};
+	struct proc_totals *p;
+
+	k.tgid = bpf_get_current_pid_tgid() >> 32;
+	p = bpf_map_lookup_elem(&proc_totals, &k);
+	if (!p) {
+		bpf_map_update_elem(&proc_totals, &k, &proc_totals_zero, BPF_NOEXIST);
+		p = bpf_map_lookup_elem(&proc_totals, &k);
+		if (!p) {
+			count_loss(LOSS_HIST_FULL);
+			return;
+		}
+		bpf_get_current_comm(p->comm, sizeof(p->comm));
+	}
+	p->calls++;
+	p->total_ns += total;
+	if (total > p->max_ns)
+		p->max_ns = total;
+	for (int i = 0; i < PARTS; i++)
+		p->parts[i] += st->parts[i];
+	p->ios += ios;
+}
+
+static __always_inline void send_journey(struct call_state *st, struct call_io *io, __u64 total,
+					 __u32 ios, long ret, __u64 fd)
+{
+	struct journey *e;
+	struct file *f;
+	__u64 id;
+	__u32 n = 0;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_loss(LOSS_RINGBUF_FULL);
+		return;
+	}
+	id = bpf_get_current_pid_tgid();
+	e->ts_ns = st->last;
+	e->lat_ns = total;
+	for (int i = 0; i < PARTS; i++)
+		e->parts[i] = st->parts[i];
+	e->via_waker_ns = st->via_waker_ns;
+	e->layer_ns[0] = st->layer_ns[0];
+	e->layer_ns[1] = st->layer_ns[1];
+	e->ret = ret;
+	e->fd = (__s64)fd;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->op = st->op;
+	e->nr = st->nr;
+	e->ios = ios;
+	e->via_pid = st->via_pid;
+	e->pad = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	__builtin_memcpy(e->via_comm, st->via_comm, sizeof(e->via_comm));
+	__builtin_memcpy(e->fs, st->fs, sizeof(e->fs));
+	__builtin_memset(e->file, 0, sizeof(e->file));
+	f = (__s64)fd >= 0 ? fd_file(fd) : NULL;
+	if (f)
+		dentry_name(e->file, sizeof(e->file), BPF_CORE_READ(f, f_path.dentry));
+	/* Its own requests first, then those it was woken by. */
+	for (int i = 0; i < CALL_REQS; i++) {
+		if (!io || i >= io->nreq)
+			break;
+		e->reqs[n & (IOSTACK_JOURNEY_REQS - 1)] = io->reqs[i];
+		n++;
+	}
+	for (int i = 0; i < CALL_REQS; i++) {
+		if (i >= st->nreq || n >= IOSTACK_JOURNEY_REQS)
+			break;
+		e->reqs[n & (IOSTACK_JOURNEY_REQS - 1)] = st->reqs[i];
+		n++;
+	}
+	e->nreq = n;
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline int on_sys_exit(long id, long ret)
+{
+	struct task_struct *task;
+	struct call_state *st;
+	struct call_io *io = NULL;
+	struct op_totals *t;
+	__u64 total, cid, io_wait, fd;
+	__u32 ios, idx, op;
+
+	if (!slot_of(id))
+		return 0;
+	task = current_task_btf();
+	st = calls_of(task, current_tid(), false);
+	if (!st || !st->start) {
+		/* In flight when tracing began; compat calls were never started on purpose. */
+		if (current_selected() && !in_compat_syscall(task))
+			count_loss(LOSS_NO_START);
+		return 0;
+	}
+	charge(st, PART_CPU, bpf_ktime_get_ns());
+	total = st->last - st->start;
+	st->start = 0;
+	op = st->op;
+	ios = st->ios;
+	cid = call_id(current_tid(), st->seq);
+	if (st->has_io) {
+		io = bpf_map_lookup_elem(&call_ios, &cid);
+		if (io)
+			ios += io->ios;
+	}
+	fd = op == open_op ? (__u64)ret : st->fd;
+	if (!file_selected(st, ret))
+		goto done;
+	if (want_journeys) {
+		if (total >= slow_ns)
+			send_journey(st, io, total, ios, ret, fd);
+		goto done;
+	}
+	idx = (hist_gen & 1) * IOSTACK_OPS + (op & (IOSTACK_OPS - 1));
+	t = bpf_map_lookup_elem(&op_totals, &idx);
+	if (t) {
+		t->calls++;
+		for (int i = 0; i < PARTS; i++)
+			t->parts[i] += st->parts[i];
+		t->via_waker_ns += st->via_waker_ns;
+		t->ios += ios;
+	}
+	record_layer(op, LAYER_SYSCALL, NULL, total);
+	if (st->layer_ns[0])
+		record_layer(op, LAYER_VFS, NULL, st->layer_ns[0]);
+	if (st->layer_ns[1])
+		record_layer(op, LAYER_FS, st->fs, st->layer_ns[1]);
+	io_wait = st->parts[PART_IO_QUEUE] + st->parts[PART_IO_DEVICE] + st->parts[PART_OTHERS_IO];
+	if (io_wait || ios)
+		record_layer(op, LAYER_BLOCK, NULL, io_wait);
+	if (per_process)
+		record_process(st, total, ios);
+done:
+	if (io)
+		bpf_map_delete_elem(&call_ios, &cid);
+	return 0;
+}
+
+/* Task storage goes with the task; the hash entry must be removed. */
+static __always_inline int on_task_exit(void)
+{
+	calls_forget(current_tid());
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* iostack: the layout shared by src/bpf/iostack.bpf.c and user space (src/tools/iostack/). */
+#ifndef IOSTACK_IOSTACK_H
+#define IOSTACK_IOSTACK_H
+
+#include "lib/breakdown.h"
+#include "lib/fn_slots.h"
+
+/* Operation slots per run (slot 0 means "not traced"). */
+#define IOSTACK_OPS 8
+/* Function slots for the VFS and filesystem layers. */
+#define IOSTACK_FN_SLOTS 16
+/* A device filter: the whole disk and its partitions. */
+#define IOSTACK_DISK_DEVS 16
+/* Requests a --slow journey lists. */
+#define IOSTACK_JOURNEY_REQS 16
+
+/* The layers a call passes through, as histogram keys. The function slots' `op` field holds
+ * LAYER_VFS or LAYER_FS (1 and 2), minus one as an index into call_state.layer_*. */
+enum layer {
+	LAYER_SYSCALL = 0,
+	LAYER_VFS = 1,
+	LAYER_FS = 2,
+	LAYER_BLOCK = 3,   /* the call's time waiting for I/O (the breakdown's three I/O parts) */
+};
+
+/* Per operation, what its calls that ended in an interval add up to. */
+struct op_totals {
+	__u64 calls;
+	__u64 parts[PARTS];
+	__u64 via_waker_ns;   /* of parts[PART_OTHERS_IO], through a waker's I/O waits */
+	__u64 ios;            /* block I/Os the calls waited for */
+};
+
+/* A histogram of one layer for one operation (and filesystem type). */
+struct layer_key {
+	__u32 gen;
+	__u32 op;
+	__u32 layer;
+	__u32 pad;
+	char fs[FN_FS_LEN];
+};
+
+/* -P: per process and operation. */
+struct proc_key {
+	__u32 gen;
+	__u32 tgid;
+	__u32 op;
+	__u32 pad;
+};
+
+struct proc_totals {
+	__u64 calls;
+	__u64 total_ns;
+	__u64 max_ns;
+	__u64 parts[PARTS];
+	__u64 ios;
+	char comm[16];
+};
+
+/* --slow: one call slower than the threshold, as it ends. */
+struct journey {
+	__u64 ts_ns;
+	__u64 lat_ns;
+	__u64 parts[PARTS];
+	__u64 via_waker_ns;
+	__u64 layer_ns[2];     /* time in the VFS, in the filesystem */
+	__s64 ret;
+	__s64 fd;              /* the file descriptor it used (-1 if none) */
+	__u32 pid;
+	__u32 tid;
+	__u32 op;
+	__u32 nr;              /* syscall number */
+	__u32 ios;             /* block I/Os it waited for (reqs[] holds the first nreq) */
+	__u32 nreq;
+	__u32 via_pid;         /* the waker its others' I/O went through, if any */
+	__u32 pad;
+	char comm[16];
+	char via_comm[16];
+	char fs[FN_FS_LEN];
+	char file[32];
+	struct req_seen reqs[IOSTACK_JOURNEY_REQS];
+};
+
+#endif

@@ -1,0 +1,141 @@
+//! `--slow`: a call slower than the threshold as its journey through the stack, printed when it
+//! ends: the call, its time per layer, where its time went, and each block I/O it waited for.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::common::report::ioevent::ns_to_ms;
+use crate::tools::iostack::breakdown::{Breakdown, PART_NAMES};
+
+/// One block I/O a call waited for.
+#[derive(Clone, Debug, Serialize)]
+pub struct JourneyIo {
+    pub disk: String,
+    /// blktrace's letters (`R`, `WS`, `FWFS`...): flushes and FUA shown as what they are.
+    pub rwbs: String,
+    pub sector: u64,
+    pub bytes: u32,
+    /// From entering the block layer to issue (0 if unknown).
+    pub queue_ns: u64,
+    /// From issue to completion.
+    pub device_ns: u64,
+    /// `own` (the call submitted it), `throttled` (its own, passed on by blk-throttle's
+    /// dispatcher), or `others` (its completion woke the call; someone else submitted it).
+    pub how: &'static str,
+    /// Who submitted it (its first bio), 0 and "?" if unknown.
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+}
+
+/// One call slower than the threshold.
+#[derive(Clone, Debug, Serialize)]
+pub struct Journey {
+    pub time: String,
+    pub comm: String,
+    pub pid: u32,
+    pub tid: u32,
+    pub op: String,
+    pub syscall: String,
+    /// The file descriptor it used, -1 if none; the file's name where it is at hand.
+    pub fd: i64,
+    pub file: String,
+    /// Bytes for reads and writes, else the return value.
+    pub ret: i64,
+    pub lat_ns: u64,
+    /// Time in each layer it went through (absent where it did not, or cannot be traced).
+    pub layers: serde_json::Map<String, Value>,
+    #[serde(serialize_with = "breakdown_json")]
+    pub breakdown: Breakdown,
+    /// The waker its others' I/O went through (one hop), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// Block I/Os it waited for; `ios` counts them all, `io` lists the first ones.
+    pub ios: u32,
+    pub io: Vec<JourneyIo>,
+}
+
+fn breakdown_json<S: serde::Serializer>(b: &Breakdown, s: S) -> Result<S::Ok, S::Error> {
+    b.json().serialize(s)
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3}", ns_to_ms(ns))
+}
+
+impl Journey {
+    pub fn text(&self) -> String {
+        let ret = if self.ret >= 0 {
+            format!("{} bytes", self.ret)
+        } else {
+            format!("error {}", -self.ret)
+        };
+        let file = match (self.fd, self.file.is_empty()) {
+            (fd, _) if fd < 0 => String::new(),
+            (fd, true) => format!(" fd {fd}"),
+            (fd, false) => format!(" fd {fd} {}", self.file),
+        };
+        let mut s = format!(
+            "{} {} {}/{} {}({}){file} {ret} {} ms\n",
+            self.time,
+            self.comm,
+            self.pid,
+            self.tid,
+            self.op,
+            self.syscall,
+            ms(self.lat_ns)
+        );
+        let layers: Vec<String> = self
+            .layers
+            .iter()
+            .map(|(k, v)| format!("{k} {}", ms(v.as_u64().unwrap_or(0))))
+            .collect();
+        s.push_str(&format!("  layers: {} ms\n", layers.join(", ")));
+        let parts: Vec<String> = PART_NAMES
+            .iter()
+            .zip(self.breakdown.parts)
+            .filter(|(_, v)| *v > 0)
+            .map(|(p, v)| format!("{} {}", p.text, ms(v)))
+            .collect();
+        s.push_str(&format!("  time:   {} ms\n", parts.join(", ")));
+        if let Some(via) = &self.via {
+            s.push_str(&format!(
+                "  waited {} ms for the I/O of {via}, which woke it\n",
+                ms(self.breakdown.via_waker_ns)
+            ));
+        }
+        for (i, io) in self.io.iter().enumerate() {
+            s.push_str(&format!(
+                "  I/O {}: {} {} sector {} {} bytes, queue {} ms, device {} ms, {} by {}/{}\n",
+                i + 1,
+                io.disk,
+                io.rwbs,
+                io.sector,
+                io.bytes,
+                ms(io.queue_ns),
+                ms(io.device_ns),
+                match io.how {
+                    "own" => "submitted",
+                    "throttled" => "submitted, held by blk-throttle, dispatched",
+                    _ => "submitted by someone else, woke it; submitted",
+                },
+                io.comm,
+                io.pid
+            ));
+        }
+        if self.ios as usize > self.io.len() {
+            s.push_str(&format!(
+                "  ... {} more I/Os\n",
+                self.ios as usize - self.io.len()
+            ));
+        }
+        s
+    }
+
+    pub fn json(&self) -> String {
+        let mut line =
+            serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+        line.push('\n');
+        line
+    }
+}

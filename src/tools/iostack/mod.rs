@@ -1,0 +1,636 @@
+//! iostack: the same I/O calls through every layer this kernel lets us trace, in one run, and
+//! each call's time split into parts that add up to it: on CPU, waiting for a CPU, waiting for
+//! block I/O it submitted (in the OS and on the device), waiting for I/O someone else submitted,
+//! other sleep. Per operation (read, write, sync, open, as syslat groups them), per process
+//! (`-P`), or call by call (`--slow`). The kernel side is `src/bpf/iostack.bpf.c`, on the shared
+//! correlation pieces `src/bpf/lib/breakdown.bpf.h` and `lib/wake_cause.bpf.h`.
+
+pub mod breakdown;
+pub mod journey;
+pub mod plan;
+pub mod report;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+
+use crate::common::block::disk::{DiskFilter, DiskNames};
+use crate::common::block::request_map_entries;
+use crate::common::block::unseen::{DiskTally, UnseenIos};
+use crate::common::kernel::prober::Prober;
+use crate::common::kernel::syscalls::{self, fill_syscall_slots, TracedOp};
+use crate::common::load::events::EventQueue;
+use crate::common::load::maps::{
+    drain_generation, drain_percpu_array, drain_percpu_hash, per_cpu_counts, HistogramCollector,
+};
+use crate::common::load::{
+    copy_struct, load_planned, load_with_thread_state, mapped, thread_state_maps, Loaded,
+};
+use crate::common::losses::{
+    read_kernel_losses, Loss, LossEvent, LossTally, Noun, SkippedRuns, CALLS,
+};
+use crate::common::report::hist::Unit;
+use crate::common::report::local_hms;
+use crate::common::run::filter::TaskFilter;
+use crate::common::run::threshold::describe_threshold;
+use crate::common::run::{EventTool, IntervalTool, Tool};
+use breakdown::{Breakdown, PARTS};
+use journey::{Journey, JourneyIo};
+use plan::IostackPlan;
+use report::{IostackReport, Layer, OpReport, ProcessRow};
+
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/iostack.skel.rs"));
+}
+use skel::{types, IostackSkel, IostackSkelBuilder};
+
+// SAFETY: repr(C) structs of integers and bytes; any bit pattern is valid.
+unsafe impl plain::Plain for types::task_filter {}
+unsafe impl plain::Plain for types::rq_bits {}
+unsafe impl plain::Plain for types::fn_slot {}
+unsafe impl plain::Plain for types::op_totals {}
+unsafe impl plain::Plain for types::layer_key {}
+unsafe impl plain::Plain for types::proc_key {}
+unsafe impl plain::Plain for types::proc_totals {}
+unsafe impl plain::Plain for types::journey {}
+
+pub const NAME: &str = "iostack";
+
+/// Must match IOSTACK_OPS and IOSTACK_DISK_DEVS in src/bpf/iostack.h.
+const OPS: u32 = 8;
+const DISK_DEVS: usize = 16;
+/// Journeys are big (a few hundred bytes): 4 MiB holds thousands, seconds of slack.
+const RINGBUF_BYTES: u32 = 4 << 20;
+const PROC_ENTRIES: u32 = 8192;
+/// `-P` shows this many processes, the most time in I/O calls first.
+const TOP_PROCESSES: usize = 10;
+
+/// What iostack is asked for.
+#[derive(Clone, Debug)]
+pub struct IostackOptions {
+    /// The operations to follow: syslat's groups (read, write, sync, open).
+    pub ops: Vec<TracedOp>,
+    pub tasks: TaskFilter,
+    /// `-d`: only calls on files of this disk, and its block I/O.
+    pub disk: Option<DiskFilter>,
+    /// `--fs`: only calls on files of this filesystem type, and its functions.
+    pub fs: Option<String>,
+    /// `-P`: per process.
+    pub per_process: bool,
+    /// `--slow`: each call at least this slow (ns), as its journey, instead of reports.
+    pub slow_ns: Option<u64>,
+    pub unit: Unit,
+}
+
+impl IostackOptions {
+    /// Checks what can be checked before tracing: the filesystem's name, and that -P and
+    /// --slow are not asked together.
+    pub fn new(
+        tasks: TaskFilter,
+        disk: Option<DiskFilter>,
+        fs: Option<String>,
+        per_process: bool,
+        slow_ns: Option<u64>,
+        unit: Unit,
+    ) -> Result<IostackOptions> {
+        if let Some(fs) = &fs {
+            crate::tools::fslat::layer(fs)?;
+        }
+        if per_process && slow_ns.is_some() {
+            return Err(anyhow!(
+                "-P reports per process every interval, --slow prints calls as they end: choose one"
+            ));
+        }
+        Ok(IostackOptions {
+            ops: syscalls::select(&[], false)?,
+            tasks,
+            disk,
+            fs,
+            per_process,
+            slow_ns,
+            unit,
+        })
+    }
+
+    /// 1 + the index of the operation whose return value is a file descriptor, 0 if none.
+    fn open_op(&self) -> u8 {
+        self.ops
+            .iter()
+            .position(|o| o.label == "open")
+            .map_or(0, |i| i as u8 + 1)
+    }
+
+    fn op_name(&self, slot: u32) -> String {
+        (slot as usize)
+            .checked_sub(1)
+            .and_then(|i| self.ops.get(i))
+            .map_or_else(|| format!("op{slot}"), |o| o.label.clone())
+    }
+}
+
+/// iostack, loaded and attached.
+pub struct Iostack {
+    loaded: Loaded<IostackSkel<'static>>,
+    opts: IostackOptions,
+    /// The layers this kernel cannot trace, and why.
+    missing: Vec<report::MissingLayer>,
+    /// To decode the requests of journeys.
+    flags: crate::common::block::reqflags::RequestFlags,
+    collector: HistogramCollector,
+    unseen: UnseenIos,
+    disks: DiskNames,
+    skipped: SkippedRuns,
+    /// Requests no traced call waited for, cumulative, as reported so far.
+    unwaited_shown: [u64; 6],
+    queue: Option<EventQueue<types::journey>>,
+    losses: LossTally,
+}
+
+/// Every kind of loss iostack can report.
+const LOSSES: [Loss; 7] = [
+    Loss::NoStart,
+    Loss::StartFull,
+    Loss::HistFull,
+    Loss::Clock,
+    Loss::NoWake,
+    Loss::Unseen,
+    Loss::Skipped,
+];
+const JOURNEY_LOSSES: [Loss; 7] = [
+    Loss::RingBufferFull,
+    Loss::NoStart,
+    Loss::StartFull,
+    Loss::Clock,
+    Loss::NoWake,
+    Loss::Unseen,
+    Loss::Skipped,
+];
+
+impl Tool for Iostack {
+    const NAME: &'static str = NAME;
+    type Options = IostackOptions;
+    type Plan = IostackPlan;
+
+    fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
+        plan::plan(prober, opts)
+    }
+
+    fn open(_prober: &Prober, plan: &mut IostackPlan, opts: &IostackOptions) -> Result<Iostack> {
+        let (loaded, store) = load_with_thread_state(|per_task| load(plan, opts, per_task))?;
+        plan.plan.decide("calls", store);
+        for m in &plan.missing {
+            plan.plan
+                .decide(m.layer, format!("not traced here: {}", m.why));
+        }
+        let queue = match opts.slow_ns {
+            Some(_) => Some(EventQueue::new(&loaded.skel.maps.events)?),
+            None => None,
+        };
+        let skipped = SkippedRuns::new(plan.plan.programs.iter().map(|p| p.program).collect());
+        Ok(Iostack {
+            loaded,
+            unseen: UnseenIos::start(opts.disk.as_ref().map(|d| d.dev))?,
+            opts: opts.clone(),
+            missing: plan.missing.clone(),
+            flags: plan.flags.clone(),
+            collector: HistogramCollector::default(),
+            disks: DiskNames::load(),
+            skipped,
+            unwaited_shown: [0; 6],
+            queue,
+            losses: LossTally::default(),
+        })
+    }
+}
+
+/// The devices of a disk's partitions and the disk itself, for `-d` on files.
+fn disk_and_partitions(disk: &DiskFilter) -> Vec<u32> {
+    let mut devs = vec![disk.dev];
+    let dir = std::path::Path::new("/sys/block").join(&disk.name);
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for e in entries.flatten() {
+            let dev = std::fs::read_to_string(e.path().join("dev")).ok();
+            let parsed = dev.as_deref().and_then(|s| {
+                let (ma, mi) = s.trim().split_once(':')?;
+                Some(crate::common::block::disk::kernel_dev(
+                    ma.parse().ok()?,
+                    mi.parse().ok()?,
+                ))
+            });
+            if let Some(d) = parsed {
+                devs.push(d);
+            }
+        }
+    }
+    devs
+}
+
+fn load(
+    plan: &IostackPlan,
+    opts: &IostackOptions,
+    per_task: bool,
+) -> Result<Loaded<IostackSkel<'static>>> {
+    load_planned(IostackSkelBuilder::default(), &plan.plan, |open| {
+        thread_state_maps(
+            &mut open.maps.calls_by_task,
+            &mut open.maps.calls_by_tid,
+            per_task,
+        )?;
+        let ring = if opts.slow_ns.is_some() {
+            RINGBUF_BYTES
+        } else {
+            4096
+        };
+        open.maps.events.set_max_entries(ring)?;
+        if !opts.per_process {
+            open.maps.proc_totals.set_max_entries(1)?;
+        } else {
+            open.maps.proc_totals.set_max_entries(PROC_ENTRIES)?;
+        }
+        if plan.stamps == crate::common::block::Stamps::Ours {
+            open.maps.starts.set_max_entries(request_map_entries())?;
+        } else {
+            open.maps.starts.set_max_entries(1)?;
+        }
+        let rodata = mapped(open.maps.rodata_data.as_deref_mut(), "iostack's .rodata")?;
+        rodata.per_task = per_task;
+        rodata.unit_ns = opts.unit.ns();
+        rodata.unit_lg = opts.unit.lg();
+        fill_syscall_slots(&mut rodata.sys_slot, &opts.ops)?;
+        copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
+        copy_struct("rq_bits", &mut rodata.rq_bits, &plan.accounted)?;
+        for (dst, src) in rodata.slots.iter_mut().zip(&plan.slots) {
+            copy_struct("fn_slot", dst, src)?;
+        }
+        rodata.rq_tp_single_arg = plan.rq_single_arg;
+        rodata.bio_tp_with_queue = plan.bio_with_queue;
+        rodata.stamps = plan.stamps as u32;
+        rodata.filter_dev = opts.disk.as_ref().map_or(0, |d| d.dev);
+        rodata.switch_has_state = plan.switch_has_state;
+        rodata.throttle_dispatch_fn = plan.throttle_dispatch_fn;
+        rodata.req_rahead = plan.req_rahead;
+        rodata.req_op_write = plan.req_op_write;
+        rodata.req_op_discard = plan.req_op_discard;
+        rodata.per_process = opts.per_process;
+        rodata.want_journeys = opts.slow_ns.is_some();
+        rodata.slow_ns = opts.slow_ns.unwrap_or(0);
+        rodata.open_op = opts.open_op();
+        if let Some(fs) = &opts.fs {
+            rodata.filter_fs = true;
+            for (dst, b) in rodata.fs_filter.iter_mut().zip(fs.bytes()) {
+                *dst = b as _;
+            }
+        }
+        if let Some(d) = &opts.disk {
+            for (dst, dev) in rodata
+                .disk_devs
+                .iter_mut()
+                .zip(disk_and_partitions(d).into_iter().take(DISK_DEVS))
+            {
+                *dst = dev;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// A C string of a fixed array, up to its NUL.
+fn c_str(bytes: &[std::ffi::c_char]) -> String {
+    let b: Vec<u8> = bytes
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+fn add_op_totals(sum: &mut types::op_totals, one: &types::op_totals) {
+    sum.calls += one.calls;
+    for i in 0..PARTS {
+        sum.parts[i] += one.parts[i];
+    }
+    sum.via_waker_ns += one.via_waker_ns;
+    sum.ios += one.ios;
+}
+
+fn add_proc_totals(sum: &mut types::proc_totals, one: &types::proc_totals) {
+    sum.calls += one.calls;
+    sum.total_ns += one.total_ns;
+    sum.max_ns = sum.max_ns.max(one.max_ns);
+    for i in 0..PARTS {
+        sum.parts[i] += one.parts[i];
+    }
+    sum.ios += one.ios;
+    if sum.comm[0] == 0 {
+        sum.comm = one.comm;
+    }
+}
+
+impl Iostack {
+    fn bss(&mut self) -> Result<&mut types::bss> {
+        mapped(
+            self.loaded.skel.maps.bss_data.as_deref_mut(),
+            "iostack's .bss",
+        )
+    }
+
+    /// Requests no traced call waited for since the last report, by kind. `ended` is read
+    /// before `waited`, so a request whose wait is counted between the two reads is never
+    /// taken for unwaited; the figure only grows, and is exact once the disks are idle.
+    fn new_unwaited(&mut self) -> Result<[u64; 6]> {
+        let bss = self.bss()?;
+        // SAFETY: .bss is mapped for the skeleton's life; the kernel updates it concurrently.
+        let ended: [u64; 6] =
+            std::array::from_fn(|i| unsafe { std::ptr::read_volatile(&bss.ended[i]) });
+        let waited: [u64; 6] =
+            std::array::from_fn(|i| unsafe { std::ptr::read_volatile(&bss.waited[i]) });
+        let mut new = [0; 6];
+        for i in 0..6 {
+            let unwaited = ended[i].saturating_sub(waited[i]);
+            new[i] = unwaited.saturating_sub(self.unwaited_shown[i]);
+            self.unwaited_shown[i] += new[i];
+        }
+        Ok(new)
+    }
+
+    fn accounted(&mut self) -> Result<Vec<(String, DiskTally)>> {
+        let tallies = self
+            .unseen
+            .update(|| per_cpu_counts(&self.loaded.skel.maps.io_seen))?;
+        Ok(tallies
+            .into_iter()
+            .map(|t| (self.disks.name_or_reload(t.dev), t))
+            .collect())
+    }
+
+    fn new_skipped(&mut self) -> u64 {
+        use libbpf_rs::skel::Skel as _;
+        self.skipped.take(self.loaded.skel.object())
+    }
+
+    fn processes(&self, drained: Vec<(Vec<u8>, types::proc_totals)>) -> Result<Vec<ProcessRow>> {
+        let mut rows = Vec::new();
+        for (key_bytes, t) in drained {
+            let mut key = types::proc_key::default();
+            plain::copy_from_bytes(&mut key, &key_bytes)
+                .map_err(|e| anyhow!("bad process key: {e:?}"))?;
+            rows.push(ProcessRow {
+                pid: key.tgid,
+                comm: c_str(&t.comm),
+                op: self.opts.op_name(key.op),
+                calls: t.calls,
+                total_ns: t.total_ns,
+                max_ns: t.max_ns,
+                ios: t.ios,
+                breakdown: Breakdown {
+                    parts: t.parts,
+                    via_waker_ns: 0,
+                },
+            });
+        }
+        // The processes with the most time in calls, each with its operations.
+        let mut per_pid: HashMap<u32, u64> = HashMap::new();
+        for r in &rows {
+            *per_pid.entry(r.pid).or_default() += r.total_ns;
+        }
+        let mut pids: Vec<(u32, u64)> = per_pid.into_iter().collect();
+        pids.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        pids.truncate(TOP_PROCESSES);
+        let rank = |pid: u32| pids.iter().position(|&(p, _)| p == pid);
+        rows.retain(|r| rank(r.pid).is_some());
+        rows.sort_by(|a, b| {
+            rank(a.pid)
+                .cmp(&rank(b.pid))
+                .then(b.total_ns.cmp(&a.total_ns))
+        });
+        Ok(rows)
+    }
+}
+
+impl IntervalTool for Iostack {
+    type Report = IostackReport;
+
+    fn banner(&self) -> String {
+        "Tracing I/O calls through every layer... Hit Ctrl-C to end.".to_string()
+    }
+
+    fn collect(&mut self) -> Result<IostackReport> {
+        let gen = {
+            let bss = mapped(
+                self.loaded.skel.maps.bss_data.as_deref_mut(),
+                "iostack's .bss",
+            )?;
+            self.collector.flip(&mut bss.hist_gen)
+        };
+        let maps = &self.loaded.skel.maps;
+        let totals = drain_percpu_array(
+            &maps.op_totals,
+            gen,
+            OPS,
+            types::op_totals::default(),
+            add_op_totals,
+            |t| t.calls > 0,
+        )?;
+        let hists = drain_generation(&maps.layer_hists, gen)?;
+        let procs = match self.opts.per_process {
+            true => Some(drain_percpu_hash(
+                &maps.proc_totals,
+                gen,
+                types::proc_totals::default(),
+                add_proc_totals,
+            )?),
+            false => None,
+        };
+        let mut ops: Vec<OpReport> = totals
+            .into_iter()
+            .map(|(op, t)| OpReport {
+                op: self.opts.op_name(op),
+                calls: t.calls,
+                ios: t.ios,
+                breakdown: Breakdown {
+                    parts: t.parts,
+                    via_waker_ns: t.via_waker_ns,
+                },
+                layers: Vec::new(),
+            })
+            .collect();
+        for (key_bytes, hist) in hists {
+            let mut key = types::layer_key::default();
+            plain::copy_from_bytes(&mut key, &key_bytes)
+                .map_err(|e| anyhow!("bad layer key: {e:?}"))?;
+            let layer = match key.layer {
+                0 => Layer::Syscall,
+                1 => Layer::Vfs,
+                2 => Layer::Fs(c_str(&key.fs)),
+                _ => Layer::Block,
+            };
+            let name = self.opts.op_name(key.op);
+            if let Some(op) = ops.iter_mut().find(|o| o.op == name) {
+                op.layers.push((layer, hist));
+            }
+        }
+        for op in &mut ops {
+            op.layers.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        let order = |o: &OpReport| self.opts.ops.iter().position(|x| x.label == o.op);
+        ops.sort_by_key(order);
+        let processes = procs.map(|p| self.processes(p)).transpose()?;
+        let unwaited = self.new_unwaited()?;
+        let accounted = self.accounted()?;
+        let kernel = read_kernel_losses(&self.bss()?.losses);
+        let mut losses = self.collector.losses(&kernel, &LOSSES);
+        losses.push((Loss::Unseen, accounted.iter().map(|(_, t)| t.unseen).sum()));
+        losses.push((Loss::Skipped, self.new_skipped()));
+        Ok(IostackReport {
+            unit: self.opts.unit,
+            ops,
+            missing: self.missing.clone(),
+            unwaited,
+            processes,
+            losses,
+            accounted,
+        })
+    }
+}
+
+impl Iostack {
+    fn decode(&mut self, e: &types::journey) -> Journey {
+        let syscall = syscalls::GROUPS
+            .iter()
+            .flat_map(|g| g.members.iter())
+            .find(|s| s.nr == e.nr as i64)
+            .map_or_else(|| format!("syscall {}", e.nr), |s| s.name.to_string());
+        let mut layers = serde_json::Map::new();
+        layers.insert("syscall".into(), e.lat_ns.into());
+        if e.layer_ns[0] > 0 {
+            layers.insert("vfs".into(), e.layer_ns[0].into());
+        }
+        if e.layer_ns[1] > 0 {
+            let fs = c_str(&e.fs);
+            let name = if fs.is_empty() {
+                "filesystem".into()
+            } else {
+                fs
+            };
+            layers.insert(name, e.layer_ns[1].into());
+        }
+        let breakdown = Breakdown {
+            parts: e.parts,
+            via_waker_ns: e.via_waker_ns,
+        };
+        if breakdown.io_wait() > 0 || e.ios > 0 {
+            layers.insert("block".into(), breakdown.io_wait().into());
+        }
+        let io = e
+            .reqs
+            .iter()
+            .take(e.nreq as usize)
+            .map(|r| JourneyIo {
+                disk: self.disks.name_or_reload(r.dev),
+                rwbs: self.flags.rwbs(r.cmd_flags),
+                sector: r.sector,
+                bytes: r.bytes,
+                queue_ns: r.queue_ns,
+                device_ns: r.device_ns,
+                how: match r.how {
+                    1 => "own",
+                    2 => "throttled",
+                    _ => "others",
+                },
+                pid: r.pid,
+                tid: r.tid,
+                comm: match c_str(&r.comm) {
+                    c if c.is_empty() => "?".into(),
+                    c => c,
+                },
+            })
+            .collect();
+        Journey {
+            time: local_hms(),
+            comm: c_str(&e.comm),
+            pid: e.pid,
+            tid: e.tid,
+            op: self.opts.op_name(e.op),
+            syscall,
+            fd: e.fd,
+            file: c_str(&e.file),
+            ret: e.ret,
+            lat_ns: e.lat_ns,
+            layers,
+            breakdown,
+            via: (e.via_pid != 0).then(|| format!("{} (pid {})", c_str(&e.via_comm), e.via_pid)),
+            ios: e.ios,
+            io,
+        }
+    }
+}
+
+impl EventTool for Iostack {
+    type Event = Journey;
+    const NOUN: Noun = CALLS;
+    const LOSSES: &'static [Loss] = &JOURNEY_LOSSES;
+
+    fn banner(&self) -> String {
+        format!(
+            "Tracing I/O calls slower than {} through every layer... Hit Ctrl-C to end.",
+            describe_threshold(self.opts.slow_ns.unwrap_or(0))
+        )
+    }
+
+    fn header(&self) -> String {
+        format!(
+            "TIME COMM PID/TID OP(SYSCALL) FILE RESULT LATENCY, then its layers, its time and its block I/O\n{}",
+            breakdown::legend()
+        )
+    }
+
+    fn poll(&mut self, timeout: Option<Duration>) -> Result<(Vec<Journey>, Vec<LossEvent>)> {
+        let queue = self
+            .queue
+            .as_ref()
+            .context("iostack: no journeys without --slow")?;
+        let raw = queue.take(timeout)?;
+        let events = raw.iter().map(|e| self.decode(e)).collect();
+        let accounted = self.accounted()?;
+        let skipped = self.new_skipped();
+        let bss = self.bss()?;
+        let now = read_kernel_losses(&bss.losses);
+        let mut losses: Vec<LossEvent> = self
+            .losses
+            .delta(&now, &JOURNEY_LOSSES)
+            .into_iter()
+            .filter(|&(_, n)| n > 0)
+            .map(|(kind, n)| LossEvent {
+                kind,
+                n,
+                disk: None,
+            })
+            .collect();
+        if skipped > 0 {
+            losses.push(LossEvent {
+                kind: Loss::Skipped,
+                n: skipped,
+                disk: None,
+            });
+        }
+        for (disk, t) in accounted {
+            if t.unseen > 0 {
+                losses.push(LossEvent {
+                    kind: Loss::Unseen,
+                    n: t.unseen,
+                    disk: Some(disk),
+                });
+            }
+        }
+        Ok((events, losses))
+    }
+
+    fn text(&self, e: &Journey) -> String {
+        e.text()
+    }
+
+    fn json(&self, e: &Journey) -> String {
+        e.json()
+    }
+}

@@ -1,0 +1,285 @@
+//! What iostack shows every interval: per operation, the latency of each layer for the same
+//! calls and where their time went; the I/O no traced call waited for; with `-P`, the
+//! processes with the most time in I/O calls. Text or one JSON object.
+
+use serde_json::{json, Map, Value};
+
+use crate::common::block::unseen::{describe_unseen, DiskTally};
+use crate::common::losses::{Loss, CALLS};
+use crate::common::report::hist::{fmt_value, LatencyHistogram, Unit};
+use crate::common::report::{local_hms, unix_time_ms};
+use crate::common::run::Render;
+use crate::tools::iostack::breakdown::{legend, Breakdown};
+
+/// Requests by kind, in the order of `enum req_kind`.
+pub const KINDS: [&str; 6] = ["read", "readahead", "write", "flush", "discard", "other"];
+
+/// A layer of the stack, as a row of an operation's table.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Layer {
+    Syscall,
+    Vfs,
+    /// A filesystem, by type.
+    Fs(String),
+    /// The calls' time waiting for I/O.
+    Block,
+}
+
+impl Layer {
+    pub fn name(&self) -> &str {
+        match self {
+            Layer::Syscall => "syscall",
+            Layer::Vfs => "vfs",
+            Layer::Fs(fs) => fs,
+            Layer::Block => "block",
+        }
+    }
+}
+
+/// One operation's calls that ended in the interval.
+pub struct OpReport {
+    pub op: String,
+    pub calls: u64,
+    /// Block I/Os the calls waited for.
+    pub ios: u64,
+    pub breakdown: Breakdown,
+    pub layers: Vec<(Layer, LatencyHistogram)>,
+}
+
+/// `-P`: one process's calls of one operation.
+pub struct ProcessRow {
+    pub pid: u32,
+    pub comm: String,
+    pub op: String,
+    pub calls: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub ios: u64,
+    pub breakdown: Breakdown,
+}
+
+/// A layer this kernel cannot trace, and why.
+#[derive(Clone, Debug)]
+pub struct MissingLayer {
+    pub layer: &'static str,
+    pub why: String,
+}
+
+pub struct IostackReport {
+    pub unit: Unit,
+    pub ops: Vec<OpReport>,
+    pub missing: Vec<MissingLayer>,
+    /// Requests that ended on the traced disks that no traced call waited for, by kind.
+    pub unwaited: [u64; 6],
+    /// `-P`: the processes with the most time in calls, theirs first, up to ten.
+    pub processes: Option<Vec<ProcessRow>>,
+    pub losses: Vec<(Loss, u64)>,
+    pub accounted: Vec<(String, DiskTally)>,
+}
+
+const BAR: usize = 50;
+
+impl IostackReport {
+    pub fn text(&self, timestamp: bool) -> String {
+        let u = self.unit.ns() as f64;
+        let unit = self.unit.short_name();
+        let mut s = String::from("\n");
+        if timestamp {
+            s.push_str(&format!("{}\n", local_hms()));
+        }
+        if self.ops.is_empty() {
+            s.push_str("(no calls)\n");
+        } else {
+            s.push_str(&format!("{}\n", legend()));
+        }
+        for op in &self.ops {
+            s.push_str(&format!(
+                "\n{}: {} {}, {} {unit} in calls, {} block I/O{} waited for ({} per call)\n",
+                op.op,
+                op.calls,
+                if op.calls == 1 { "call" } else { "calls" },
+                fmt_value(op.breakdown.total() as f64 / u),
+                op.ios,
+                if op.ios == 1 { "" } else { "s" },
+                fmt_value(per_call(op.ios, op.calls)),
+            ));
+            s.push_str(&format!(
+                "  {:<12} {:>8} {:>12} {:>12} {:>12} {:>14}\n",
+                "LAYER",
+                "COUNT",
+                format!("AVG({unit})"),
+                format!("P50({unit})"),
+                format!("P99({unit})"),
+                format!("TOTAL({unit})"),
+            ));
+            for (layer, h) in &op.layers {
+                let m = h.summary();
+                s.push_str(&format!(
+                    "  {:<12} {:>8} {:>12} {:>12} {:>12} {:>14}\n",
+                    layer.name(),
+                    m.count,
+                    fmt_value(m.avg_ns / u),
+                    fmt_value(m.p50_ns / u),
+                    fmt_value(m.p99_ns / u),
+                    fmt_value(m.sum_ns as f64 / u),
+                ));
+            }
+            for m in &self.missing {
+                s.push_str(&format!(
+                    "  {:<12} {:>8}  (not traced here)\n",
+                    m.layer, "-"
+                ));
+            }
+            s.push_str(&format!("  |{}|\n", op.breakdown.bar(BAR)));
+            s.push_str(&format!("  {}\n", op.breakdown.shares()));
+        }
+        if let Some(rows) = &self.processes {
+            s.push_str(&processes_text(rows, self.unit));
+        }
+        let unwaited: Vec<String> = KINDS
+            .iter()
+            .zip(self.unwaited)
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        if !unwaited.is_empty() {
+            s.push_str(&format!(
+                "\nblock I/O no traced call waited for: {}\n",
+                unwaited.join(", ")
+            ));
+        }
+        for m in &self.missing {
+            s.push_str(&format!(
+                "note: {} not traced on this kernel: {}\n",
+                m.layer, m.why
+            ));
+        }
+        for (loss, n) in &self.losses {
+            if *n > 0 && *loss != Loss::Unseen {
+                s.push_str(&format!("note: {}\n", loss.describe(*n, CALLS)));
+            }
+        }
+        for (disk, t) in &self.accounted {
+            if t.unseen > 0 {
+                s.push_str(&format!("note: {}\n", describe_unseen(t.unseen, disk)));
+            }
+        }
+        s
+    }
+
+    pub fn json(&self) -> String {
+        let ops: Vec<Value> = self
+            .ops
+            .iter()
+            .map(|op| {
+                let mut layers = Map::new();
+                let mut fs = Map::new();
+                for (layer, h) in &op.layers {
+                    let summary = serde_json::to_value(h.summary()).unwrap_or(Value::Null);
+                    match layer {
+                        Layer::Fs(name) => {
+                            fs.insert(name.clone(), summary);
+                        }
+                        other => {
+                            layers.insert(other.name().to_string(), summary);
+                        }
+                    }
+                }
+                if !fs.is_empty() {
+                    layers.insert("fs".into(), Value::Object(fs));
+                }
+                json!({
+                    "op": op.op,
+                    "calls": op.calls,
+                    "ios": op.ios,
+                    "ios_per_call": per_call(op.ios, op.calls),
+                    "layers": layers,
+                    "breakdown": op.breakdown.json(),
+                })
+            })
+            .collect();
+        let mut v = json!({
+            "tool": "iostack",
+            "time": local_hms(),
+            "unix_time_ms": unix_time_ms(),
+            "unit": self.unit.name(),
+            "ops": ops,
+            "missing": self.missing.iter().map(|m| (m.layer.to_string(), json!(m.why))).collect::<Map<_, _>>(),
+            "unwaited": KINDS.iter().zip(self.unwaited).map(|(k, n)| (k.to_string(), json!(n))).collect::<Map<_, _>>(),
+            "drops": self.losses.iter().map(|(k, n)| (k.name().to_string(), json!(n))).collect::<Map<_, _>>(),
+            "accounted": self.accounted.iter().map(|(d, t)| (d.clone(), json!({"seen": t.seen, "unseen": t.unseen}))).collect::<Map<_, _>>(),
+        });
+        if let Some(rows) = &self.processes {
+            v["processes"] = rows
+                .iter()
+                .map(|r| {
+                    json!({
+                        "pid": r.pid,
+                        "comm": r.comm,
+                        "op": r.op,
+                        "calls": r.calls,
+                        "total_ns": r.total_ns,
+                        "max_ns": r.max_ns,
+                        "ios": r.ios,
+                        "breakdown": r.breakdown.json(),
+                    })
+                })
+                .collect();
+        }
+        let mut line = v.to_string();
+        line.push('\n');
+        line
+    }
+}
+
+impl Render for IostackReport {
+    fn render(&self, timestamp: bool, json: bool) -> String {
+        if json {
+            self.json()
+        } else {
+            self.text(timestamp)
+        }
+    }
+}
+
+fn per_call(n: u64, calls: u64) -> f64 {
+    if calls == 0 {
+        0.0
+    } else {
+        n as f64 / calls as f64
+    }
+}
+
+/// iotop by latency: a row per process and operation, the processes with the most time in
+/// calls first.
+fn processes_text(rows: &[ProcessRow], unit: Unit) -> String {
+    let u = unit.ns() as f64;
+    let name = unit.short_name();
+    let mut s = format!(
+        "\n{:<8} {:<16} {:<6} {:>8} {:>12} {:>10} {:>10} {:>6}  {}\n",
+        "PID",
+        "COMM",
+        "OP",
+        "CALLS",
+        format!("TOTAL({name})"),
+        format!("AVG({name})"),
+        format!("MAX({name})"),
+        "I/Os",
+        "TIME"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "{:<8} {:<16} {:<6} {:>8} {:>12} {:>10} {:>10} {:>6}  |{}|\n",
+            r.pid,
+            r.comm,
+            r.op,
+            r.calls,
+            fmt_value(r.total_ns as f64 / u),
+            fmt_value(per_call(r.total_ns, r.calls) / u),
+            fmt_value(r.max_ns as f64 / u),
+            r.ios,
+            r.breakdown.bar(20)
+        ));
+    }
+    s
+}
