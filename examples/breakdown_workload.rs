@@ -7,15 +7,16 @@
 //! - `cached`: PATH is read through once first (so it is cached), then N 4 KiB pread() at 0.
 //! - `--cgroup DIR`: the process moves into that cgroup (its `cgroup.procs`) first, e.g. one
 //!   whose blkio throttle slows PATH's disk.
-//! - `--spin`: a thread spins on the reader's CPU (both pinned to it), so the reader waits for a
-//!   CPU after each wakeup.
+//! - `--spin`: a thread spins on the reader's CPU (both pinned to it), and the reader runs at
+//!   nice 10, so that after each wakeup it waits for the spinner's turn to end rather than
+//!   preempt it.
 //!
 //! The reads are made by one thread. It prints `ready <pid> <reader tid>`, waits for SIGUSR1 (so
 //! the tracer can attach first), then the main thread reads the reader's
 //! /proc/<pid>/task/<tid>/schedstat (run_delay) and stat (delayacct_blkio_ticks), lets the
-//! reader make its N reads, reads them again, and prints
-//! `reads N run_delay_ns D blkio_ticks T`: the kernel's own account of the reader over exactly
-//! its reads (the main thread's own reads are not the reader's).
+//! reader make its N reads, reads them again, and prints the kernel's own account of the reader
+//! over exactly its reads (the main thread's own reads are not the reader's), with the number of times it
+//! was put on a CPU: `reads N run_delay_ns D timeslices S blkio_ticks T`.
 
 use std::ffi::CString;
 use std::io::Write;
@@ -47,16 +48,19 @@ fn pin_to(cpu: usize) {
     }
 }
 
-/// (run_delay ns, delayacct_blkio_ticks) of one thread.
-fn accounting(pid: u32, tid: i32) -> (u64, u64) {
+/// (run_delay ns, timeslices run, delayacct_blkio_ticks) of one thread.
+fn accounting(pid: u32, tid: i32) -> (u64, u64, u64) {
     let dir = format!("/proc/{pid}/task/{tid}");
     let schedstat = std::fs::read_to_string(format!("{dir}/schedstat"))
         .unwrap_or_else(|e| die(format!("{dir}/schedstat: {e}")));
-    let run_delay = schedstat
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| die(format!("{dir}/schedstat: {schedstat}")));
+    let field = |i: usize| -> u64 {
+        schedstat
+            .split_whitespace()
+            .nth(i)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| die(format!("{dir}/schedstat: {schedstat}")))
+    };
+    let (run_delay, timeslices) = (field(1), field(2));
     let stat = std::fs::read_to_string(format!("{dir}/stat"))
         .unwrap_or_else(|e| die(format!("{dir}/stat: {e}")));
     // Fields after the command name (which may hold spaces), counted from field 3 (state).
@@ -66,7 +70,7 @@ fn accounting(pid: u32, tid: i32) -> (u64, u64) {
         .nth(42 - 3)
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| die(format!("{dir}/stat: {stat}")));
-    (run_delay, ticks)
+    (run_delay, timeslices, ticks)
 }
 
 fn main() {
@@ -128,15 +132,23 @@ fn main() {
         })
     });
     let start = Arc::new(Barrier::new(2));
+    // The reader is running (not waiting for a CPU after its wakeup), and may begin: the first
+    // snapshot is taken in between, so that its wait for a CPU after the barrier, outside any
+    // of its reads, is not counted.
+    let running = Arc::new(AtomicBool::new(false));
+    let go = Arc::new(AtomicBool::new(false));
     let done = Arc::new(Barrier::new(2));
     // The reader lives until its accounting has been read.
     let read = Arc::new(Barrier::new(2));
     let (tx, rx) = std::sync::mpsc::channel();
     let reader = {
         let (start, done, read) = (start.clone(), done.clone(), read.clone());
+        let (running, go) = (running.clone(), go.clone());
         thread::spawn(move || {
             if spin {
                 pin_to(0);
+                // SAFETY: setpriority on the calling thread (who 0).
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
             }
             tx.send(tid()).ok();
             // A 4 KiB buffer aligned for O_DIRECT.
@@ -144,6 +156,10 @@ fn main() {
             // SAFETY: a non-zero layout; freed below.
             let buf = unsafe { std::alloc::alloc(layout) };
             start.wait();
+            running.store(true, Ordering::SeqCst);
+            while !go.load(Ordering::SeqCst) {
+                std::hint::spin_loop();
+            }
             for i in 0..n {
                 let off = if direct { (i * 4096) as i64 } else { 0 };
                 // SAFETY: reads at most 4096 bytes into the buffer we allocated.
@@ -165,8 +181,12 @@ fn main() {
     std::io::stdout().flush().ok();
     // SAFETY: waits for the signal blocked above.
     unsafe { libc::sigwaitinfo(&set, std::ptr::null_mut()) };
-    let before = accounting(pid, reader_tid);
     start.wait();
+    while !running.load(Ordering::SeqCst) {
+        std::hint::spin_loop();
+    }
+    let before = accounting(pid, reader_tid);
+    go.store(true, Ordering::SeqCst);
     done.wait();
     let after = accounting(pid, reader_tid);
     read.wait();
@@ -176,8 +196,9 @@ fn main() {
         let _ = s.join();
     }
     println!(
-        "reads {n} run_delay_ns {} blkio_ticks {}",
+        "reads {n} run_delay_ns {} timeslices {} blkio_ticks {}",
         after.0 - before.0,
-        after.1 - before.1
+        after.1 - before.1,
+        after.2 - before.2
     );
 }

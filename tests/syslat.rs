@@ -4,59 +4,25 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use support::*;
 
-/// `examples/syscall_workload`, built by `cargo test` beside the test binaries.
-fn workload_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let bin = dir.join("examples").join("syscall_workload");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo test`, which builds examples",
-        bin.display()
-    );
-    bin
-}
-
-/// The helper, started and waiting for SIGUSR1 before it makes its calls.
-struct Workload {
-    child: Child,
-    pid: u32,
-}
+/// The syscall helper, started and waiting for SIGUSR1 before it makes its calls.
+struct Workload(Helper);
 
 impl Workload {
     fn start(args: &[u64]) -> Workload {
-        let mut child = Command::new(workload_bin())
-            .args(args.iter().map(|n| n.to_string()))
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn syscall_workload");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let pid = line
-            .strip_prefix("ready ")
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("unexpected workload output {line:?}"));
-        Workload { child, pid }
+        let args: Vec<String> = args.iter().map(|n| n.to_string()).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Workload(Helper::start("syscall_workload", &args))
     }
 
     /// Lets it make its calls and waits until it has exited.
-    fn run(mut self) {
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.pid as i32),
-            nix::sys::signal::Signal::SIGUSR1,
-        )
-        .expect("signal workload");
-        let status = self.child.wait().expect("wait workload");
-        assert!(status.success(), "workload failed: {status:?}");
+    fn run(self) {
+        self.0.run();
     }
 }
 
@@ -87,7 +53,7 @@ fn expect(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
 fn trace(workload_args: &[u64], flags: &[&str], filter: impl Fn(u32) -> Vec<String>) -> String {
     let workload = Workload::start(workload_args);
     let mut args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
-    args.extend(filter(workload.pid));
+    args.extend(filter(workload.0.pid));
     args.push("-j".into());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let tool = Running::start("syslat", &args);
@@ -246,7 +212,7 @@ fn text_report_has_histograms_and_totals() {
     let _g = serial();
     require_root();
     let workload = Workload::start(&[100, 0, 3, 0]);
-    let tool = Running::start("syslat", &["-p", &workload.pid.to_string()]);
+    let tool = Running::start("syslat", &["-p", &workload.0.pid.to_string()]);
     workload.run();
     let (code, out, _) = tool.interrupt();
     assert_eq!(code, 0);

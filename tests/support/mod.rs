@@ -118,6 +118,7 @@ pub fn bin(tool: &str) -> String {
         "bioslower" => env!("CARGO_BIN_EXE_bioslower").to_string(),
         "vfslat" => env!("CARGO_BIN_EXE_vfslat").to_string(),
         "fslat" => env!("CARGO_BIN_EXE_fslat").to_string(),
+        "iostack" => env!("CARGO_BIN_EXE_iostack").to_string(),
         alias => alias_of_fslat(alias),
     }
 }
@@ -350,4 +351,146 @@ pub fn unseen(stdout: &str) -> u64 {
             }
         })
         .sum()
+}
+
+/// A helper from `examples/`, built by `cargo test` beside the test binaries.
+pub fn example_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let bin = dir.join("examples").join(name);
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo test`, which builds examples",
+        bin.display()
+    );
+    bin
+}
+
+/// A workload helper (`examples/syscall_workload`, `breakdown_workload`...) that prints
+/// `ready <pid> [more]` and waits for SIGUSR1 before it makes its calls, so that a tracer can
+/// attach first.
+pub struct Helper {
+    child: Child,
+    stdout: BufReader<std::process::ChildStdout>,
+    pub pid: u32,
+    /// The rest of its `ready` line (e.g. the reader thread's id).
+    pub ready: Vec<String>,
+}
+
+impl Helper {
+    pub fn start(example: &str, args: &[&str]) -> Helper {
+        let mut child = Command::new(example_bin(example))
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {example}: {e}"));
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let mut words = line.split_whitespace();
+        assert_eq!(words.next(), Some("ready"), "{example} said {line:?}");
+        let pid = words
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("{example} said {line:?}"));
+        Helper {
+            child,
+            stdout,
+            pid,
+            ready: words.map(String::from).collect(),
+        }
+    }
+
+    /// Lets it make its calls, waits until it has exited, and returns the rest of its output.
+    pub fn run(mut self) -> String {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid as i32),
+            nix::sys::signal::Signal::SIGUSR1,
+        )
+        .expect("signal the helper");
+        let mut rest = String::new();
+        self.stdout.read_to_string(&mut rest).unwrap();
+        let status = self.child.wait().expect("wait for the helper");
+        assert!(status.success(), "the helper failed: {status:?}");
+        rest
+    }
+}
+
+/// A cgroup whose block I/O throttle slows reads of one disk to `iops` a second (blk-throttle:
+/// cgroup v1 `blkio.throttle.read_iops_device`, or cgroup v2 `io.max`). Removed on drop.
+pub struct ReadThrottle {
+    pub dir: PathBuf,
+}
+
+impl ReadThrottle {
+    pub fn new(disk: &str, iops: u32) -> ReadThrottle {
+        let dev = fs::read_to_string(format!("/sys/block/{disk}/dev")).expect("disk's dev");
+        let dev = dev.trim();
+        let mounts = fs::read_to_string("/proc/mounts").expect("/proc/mounts");
+        let v1 = mounts.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 3 && f[2] == "cgroup" && f[3].split(',').any(|o| o == "blkio"))
+                .then(|| PathBuf::from(f[1]))
+        });
+        let name = format!("iostack-test-{}-{}", std::process::id(), rand_suffix());
+        if let Some(root) = v1 {
+            let dir = root.join(name);
+            fs::create_dir(&dir).expect("create a blkio cgroup");
+            fs::write(
+                dir.join("blkio.throttle.read_iops_device"),
+                format!("{dev} {iops}"),
+            )
+            .expect("set the read throttle");
+            return ReadThrottle { dir };
+        }
+        let root = mounts
+            .lines()
+            .find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() > 2 && f[2] == "cgroup2").then(|| PathBuf::from(f[1]))
+            })
+            .expect("no blkio cgroup (v1) and no cgroup2 mount: cannot throttle a disk");
+        let _ = fs::write(root.join("cgroup.subtree_control"), "+io");
+        let dir = root.join(name);
+        fs::create_dir(&dir).expect("create a cgroup");
+        fs::write(dir.join("io.max"), format!("{dev} riops={iops}")).expect("set io.max");
+        ReadThrottle { dir }
+    }
+
+    pub fn path(&self) -> String {
+        self.dir.to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for ReadThrottle {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// Sets a sysctl for the life of the guard, then puts the old value back.
+pub struct Sysctl {
+    path: PathBuf,
+    old: Option<String>,
+}
+
+impl Sysctl {
+    /// None where this kernel has no such knob.
+    pub fn set(name: &str, value: &str) -> Option<Sysctl> {
+        let path = PathBuf::from("/proc/sys").join(name.replace('.', "/"));
+        let old = fs::read_to_string(&path).ok()?;
+        fs::write(&path, value).ok()?;
+        Some(Sysctl {
+            path,
+            old: Some(old),
+        })
+    }
+}
+
+impl Drop for Sysctl {
+    fn drop(&mut self) {
+        if let Some(old) = self.old.take() {
+            let _ = fs::write(&self.path, old.trim());
+        }
+    }
 }
