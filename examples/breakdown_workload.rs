@@ -12,11 +12,18 @@
 //!   preempt it.
 //!
 //! The reads are made by one thread. It prints `ready <pid> <reader tid>`, waits for SIGUSR1 (so
-//! the tracer can attach first), then the main thread reads the reader's
-//! /proc/<pid>/task/<tid>/schedstat (run_delay) and stat (delayacct_blkio_ticks), lets the
-//! reader make its N reads, reads them again, and prints the kernel's own account of the reader
-//! over exactly its reads (the main thread's own reads are not the reader's), with the number of times it
-//! was put on a CPU: `reads N run_delay_ns D timeslices S blkio_ticks T`.
+//! the tracer can attach first), then lets the reader make its N reads, and prints the kernel's
+//! own account of the reader over its reads, from its /proc/<pid>/task/<tid>/schedstat
+//! (run_delay, timeslices) and stat (delayacct_blkio_ticks), read by the main thread (whose own
+//! reads are not the reader's), with the time that passed meanwhile and the reader's time on a
+//! CPU: `reads N elapsed_ns E exec_ns X run_delay_ns D timeslices S blkio_ticks T`.
+//!
+//! The first figures are read while the reader sleeps in its first read (`direct`: the main
+//! thread first reads a block of PATH itself, which spends a throttle's allowance, so that the
+//! reader's first read waits), and the spinner starts only then; the last figures once it has
+//! made its last read. So the count starts inside its calls, and neither a wait for a CPU
+//! outside them (after the wakeup that starts the reader) nor one inside its first read before
+//! it sleeps is in the kernel's figures and not in a tracer's, or the other way round.
 
 use std::ffi::CString;
 use std::io::Write;
@@ -48,8 +55,29 @@ fn pin_to(cpu: usize) {
     }
 }
 
-/// (run_delay ns, timeslices run, delayacct_blkio_ticks) of one thread.
-fn accounting(pid: u32, tid: i32) -> (u64, u64, u64) {
+/// What the kernel says of one thread at one moment.
+struct Accounting {
+    /// CLOCK_MONOTONIC when read.
+    at_ns: u64,
+    /// schedstat: time on a CPU, waiting for one, and times put on one.
+    exec_ns: u64,
+    run_delay_ns: u64,
+    timeslices: u64,
+    /// delayacct_blkio_ticks (clock ticks).
+    blkio_ticks: u64,
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn accounting(pid: u32, tid: i32) -> Accounting {
     let dir = format!("/proc/{pid}/task/{tid}");
     let schedstat = std::fs::read_to_string(format!("{dir}/schedstat"))
         .unwrap_or_else(|e| die(format!("{dir}/schedstat: {e}")));
@@ -60,7 +88,7 @@ fn accounting(pid: u32, tid: i32) -> (u64, u64, u64) {
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| die(format!("{dir}/schedstat: {schedstat}")))
     };
-    let (run_delay, timeslices) = (field(1), field(2));
+    let (exec_ns, run_delay_ns, timeslices) = (field(0), field(1), field(2));
     let stat = std::fs::read_to_string(format!("{dir}/stat"))
         .unwrap_or_else(|e| die(format!("{dir}/stat: {e}")));
     // Fields after the command name (which may hold spaces), counted from field 3 (state).
@@ -70,7 +98,40 @@ fn accounting(pid: u32, tid: i32) -> (u64, u64, u64) {
         .nth(42 - 3)
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| die(format!("{dir}/stat: {stat}")));
-    (run_delay, timeslices, ticks)
+    Accounting {
+        at_ns: monotonic_ns(),
+        exec_ns,
+        run_delay_ns,
+        timeslices,
+        blkio_ticks: ticks,
+    }
+}
+
+/// One O_DIRECT read of block `n` (past the reader's), by the main thread.
+fn spend_allowance(fd: i32, n: u64) {
+    let layout = std::alloc::Layout::from_size_align(4096, 4096).unwrap();
+    // SAFETY: a 4 KiB aligned buffer, read into and freed here.
+    unsafe {
+        let buf = std::alloc::alloc(layout);
+        if libc::pread(fd, buf.cast(), 4096, (n * 4096) as i64) < 0 {
+            die(format!("pread: {}", std::io::Error::last_os_error()));
+        }
+        std::alloc::dealloc(buf, layout);
+    }
+}
+
+/// Waits (up to 10 s) until the thread sleeps uninterruptibly: in its first read's I/O wait.
+fn wait_in_io(pid: u32, tid: i32) {
+    let stat = format!("/proc/{pid}/task/{tid}/stat");
+    for _ in 0..100_000 {
+        let s = std::fs::read_to_string(&stat).unwrap_or_default();
+        let state = s[s.rfind(')').map_or(0, |i| i + 2)..].chars().next();
+        if state == Some('D') {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    die(format!("thread {tid} never slept in its reads"));
 }
 
 fn main() {
@@ -122,28 +183,26 @@ fn main() {
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
     let stop = Arc::new(AtomicBool::new(false));
+    // The spinner starts once the first figures are read (see above): until then the reader has
+    // its CPU to itself, so it waits for none inside its first read before it sleeps.
+    let spin_start = Arc::new(Barrier::new(2));
     let spinner = spin.then(|| {
-        let stop = stop.clone();
+        let (stop, spin_start) = (stop.clone(), spin_start.clone());
         thread::spawn(move || {
             pin_to(0);
+            spin_start.wait();
             while !stop.load(Ordering::Relaxed) {
                 std::hint::spin_loop();
             }
         })
     });
     let start = Arc::new(Barrier::new(2));
-    // The reader is running (not waiting for a CPU after its wakeup), and may begin: the first
-    // snapshot is taken in between, so that its wait for a CPU after the barrier, outside any
-    // of its reads, is not counted.
-    let running = Arc::new(AtomicBool::new(false));
-    let go = Arc::new(AtomicBool::new(false));
     let done = Arc::new(Barrier::new(2));
     // The reader lives until its accounting has been read.
     let read = Arc::new(Barrier::new(2));
     let (tx, rx) = std::sync::mpsc::channel();
     let reader = {
         let (start, done, read) = (start.clone(), done.clone(), read.clone());
-        let (running, go) = (running.clone(), go.clone());
         thread::spawn(move || {
             if spin {
                 pin_to(0);
@@ -156,10 +215,6 @@ fn main() {
             // SAFETY: a non-zero layout; freed below.
             let buf = unsafe { std::alloc::alloc(layout) };
             start.wait();
-            running.store(true, Ordering::SeqCst);
-            while !go.load(Ordering::SeqCst) {
-                std::hint::spin_loop();
-            }
             for i in 0..n {
                 let off = if direct { (i * 4096) as i64 } else { 0 };
                 // SAFETY: reads at most 4096 bytes into the buffer we allocated.
@@ -181,12 +236,17 @@ fn main() {
     std::io::stdout().flush().ok();
     // SAFETY: waits for the signal blocked above.
     unsafe { libc::sigwaitinfo(&set, std::ptr::null_mut()) };
+    if direct {
+        spend_allowance(fd, n);
+    }
     start.wait();
-    while !running.load(Ordering::SeqCst) {
-        std::hint::spin_loop();
+    if direct {
+        wait_in_io(pid, reader_tid);
     }
     let before = accounting(pid, reader_tid);
-    go.store(true, Ordering::SeqCst);
+    if spin {
+        spin_start.wait();
+    }
     done.wait();
     let after = accounting(pid, reader_tid);
     read.wait();
@@ -196,9 +256,11 @@ fn main() {
         let _ = s.join();
     }
     println!(
-        "reads {n} run_delay_ns {} timeslices {} blkio_ticks {}",
-        after.0 - before.0,
-        after.1 - before.1,
-        after.2 - before.2
+        "reads {n} elapsed_ns {} exec_ns {} run_delay_ns {} timeslices {} blkio_ticks {}",
+        after.at_ns - before.at_ns,
+        after.exec_ns - before.exec_ns,
+        after.run_delay_ns - before.run_delay_ns,
+        after.timeslices - before.timeslices,
+        after.blkio_ticks - before.blkio_ticks
     );
 }

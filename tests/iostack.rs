@@ -105,17 +105,21 @@ fn throttled_direct_reads_wait_in_the_os_queue_not_on_the_device() {
     let after = diskstats(&dev.name);
     let (code, out, err) = tool.interrupt();
     assert_eq!(code, 0, "{err}");
-    assert_eq!((after.0 - before.0, after.1 - before.1), (n, 0));
+    // The reader's reads, and one the helper's main thread makes first (untraced: --tid).
+    assert_eq!((after.0 - before.0, after.1 - before.1), (n + 1, 0));
     let r = report(&out);
     let read = &ops(&r)["read"];
-    assert_eq!(read["calls"], n, "exactly the helper's reads: {read}");
-    let unseen = unseen(&out);
+    assert_eq!(read["calls"], n, "exactly the reader's reads: {read}");
+    let (ios, unwaited) = (read["ios"].as_u64().unwrap(), unwaited(&r));
     assert_eq!(
-        read["ios"].as_u64().unwrap() + unwaited(&r) + unseen,
-        n,
-        "every read's I/O waited for, or reported unseen: {r}"
+        ios + unwaited + unseen(&out),
+        n + 1,
+        "each I/O waited for by a read, no traced call's, or reported unseen: {r}"
     );
-    assert_eq!(unwaited(&r), 0, "no I/O on the disk but the reads': {r}");
+    assert!(
+        ios <= n && unwaited <= 1,
+        "the main thread's read is no traced call's: {r}"
+    );
     let total = part(read, "on_cpu_ns")
         + part(read, "run_queue_ns")
         + io_wait(read)
@@ -180,13 +184,9 @@ fn a_pipe_read_whose_writer_waits_is_other_sleep_not_io() {
     assert_eq!(read["ios"], 0, "{read}");
 }
 
-#[test]
-fn run_queue_and_io_waits_agree_with_the_kernels_own_accounting() {
-    let _g = serial();
-    require_root();
-    let _delayacct = Sysctl::set("kernel.task_delayacct", "1")
-        .expect("this kernel has no kernel.task_delayacct (CONFIG_TASK_DELAY_ACCT)");
-    let _schedstats = Sysctl::set("kernel.sched_schedstats", "1");
+/// One run of a throttled reader sharing its CPU with a spinner, traced by iostack: its read
+/// op in iostack's report, and the kernel's own figures for the thread over its reads.
+fn reader_beside_a_spinner() -> (Value, BTreeMap<String, u64>) {
     let dev = LoopDevice::new(64);
     let throttle = ReadThrottle::new(&dev.name, 20);
     // The reader and a spinning thread share one CPU: after each read's wakeup the reader
@@ -208,15 +208,46 @@ fn run_queue_and_io_waits_agree_with_the_kernels_own_accounting() {
     let (code, out, err) = tool.interrupt();
     assert_eq!(code, 0, "{err}");
     let r = report(&out);
-    let read = &ops(&r)["read"];
+    let read = ops(&r)["read"].clone();
     assert_eq!(read["calls"], 20, "{read}");
+    (read, kernel)
+}
+
+#[test]
+fn run_queue_and_io_waits_agree_with_the_kernels_own_accounting() {
+    let _g = serial();
+    require_root();
+    let _delayacct = Sysctl::set("kernel.task_delayacct", "1")
+        .expect("this kernel has no kernel.task_delayacct (CONFIG_TASK_DELAY_ACCT)");
+    let _schedstats = Sysctl::set("kernel.sched_schedstats", "1");
+    // SAFETY: sysconf has no side effects.
+    let tick_ns = 1_000_000_000 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    // The kernel's figures are a ground truth only where they are possible: no more time on a
+    // CPU, waiting for one and waiting for I/O than passed. Now and then they are not (the CI
+    // host's 6.18 once gave 108 ticks of I/O wait in 1.0017 s; 6.12's delayed dequeue ends I/O
+    // waits it never started, see tests/vm/guest/iostack.sh): such a run is no evidence either
+    // way, and is run again.
+    let mut impossible = Vec::new();
+    let (read, kernel) = loop {
+        let (read, kernel) = reader_beside_a_spinner();
+        let sum = kernel["exec_ns"] + kernel["run_delay_ns"] + kernel["blkio_ticks"] * tick_ns;
+        if sum <= kernel["elapsed_ns"] + tick_ns {
+            break (read, kernel);
+        }
+        impossible.push(kernel);
+        assert!(
+            impossible.len() < 3,
+            "the kernel's own accounting of the reader was impossible 3 times: {impossible:?}"
+        );
+    };
     // The kernel measures run_delay with the run queue's clock, which it reads once per
     // scheduling event and does not read again on the switch that follows a wakeup
-    // preemption: 2-3 us a wakeup on the CI host, ours being the larger (measured side by side
-    // on 6.18, 2026-11-25). That clock's granularity, per time the thread was put on a CPU:
+    // preemption: 3-6 us a wakeup on the CI host, ours being the larger (measured side by side
+    // on 6.18, 2026-11-25: 7.61 ms against 7.54 ms over 19 timeslices). That clock's
+    // granularity, per time the thread was put on a CPU:
     let per_event = 10_000;
     let events = kernel["timeslices"];
-    let runq = part(read, "run_queue_ns");
+    let runq = part(&read, "run_queue_ns");
     let run_delay = kernel["run_delay_ns"];
     assert!(runq > 0, "the reader waited for a CPU: {read}");
     assert!(
@@ -224,10 +255,8 @@ fn run_queue_and_io_waits_agree_with_the_kernels_own_accounting() {
         "run queue {runq} ns vs the kernel's run_delay {run_delay} ns, over {events} timeslices: {read}"
     );
     // delayacct_blkio_ticks is in clock ticks: each end of the difference is truncated to one.
-    // SAFETY: sysconf has no side effects.
-    let tick_ns = 1_000_000_000 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
     let blkio = kernel["blkio_ticks"] * tick_ns;
-    let io = io_wait(read);
+    let io = io_wait(&read);
     assert!(
         io.abs_diff(blkio) <= tick_ns + events * per_event,
         "I/O wait {io} ns vs the kernel's {} ticks of {tick_ns} ns: {read}",

@@ -7,7 +7,8 @@ mod support;
 use support::*;
 
 /// Every tool, and one alias (a link to fslat).
-const TOOLS: [&str; 6] = [
+const TOOLS: [&str; 7] = [
+    "iostack",
     "biolat",
     "bioslower",
     "syslat",

@@ -10,10 +10,12 @@ use iostack::common::kernel::plan::AttachPlan;
 use iostack::common::kernel::prober::{Facilities, Prober};
 use iostack::common::kernel::syscalls;
 use iostack::common::report::hist::Unit;
+use iostack::common::run::filter::TaskFilter;
 use iostack::common::run::Tool;
 use iostack::tools::biolat::{Biolat, BiolatOptions};
 use iostack::tools::bioslower::{Bioslower, BioslowerOptions, Stage};
 use iostack::tools::fnlat::{Fnlat, FnlatOptions, Layer};
+use iostack::tools::iostack::{Iostack, IostackOptions};
 use iostack::tools::syslat::{Syslat, SyslatOptions};
 use iostack::tools::{fslat, vfslat};
 
@@ -302,6 +304,62 @@ fn vfslat_and_ext4lat_plan_fentry_on_the_vms_and_refuse_on_the_host() {
 }
 
 /// A kernel whose queues keep no stamps of their own gets the two-program path, saying why.
+#[test]
+fn iostack_plans_the_scheduler_the_block_layer_and_the_layers_each_kernel_has() {
+    let mut wrong = Vec::new();
+    for k in kernels() {
+        let p = prober(&k);
+        let opts = IostackOptions::new(
+            TaskFilter::default(),
+            None,
+            Some("ext4".into()),
+            false,
+            None,
+            Unit::Usecs,
+        )
+        .unwrap();
+        let plan = Iostack::plan(&p, &opts).unwrap_or_else(|e| panic!("{}: {e:#}", k.name));
+        let missing: Vec<&str> = plan.missing.iter().map(|m| m.layer).collect();
+        let plan = plan.as_ref();
+        let n = k.name;
+        wrong.extend(row("switch", n, role(plan, "switch"), ["tp_btf"; 4]));
+        wrong.extend(row("waking", n, role(plan, "waking"), ["tp_btf"; 4]));
+        wrong.extend(row("wakeup", n, role(plan, "wakeup"), ["tp_btf"; 4]));
+        wrong.extend(row("complete", n, role(plan, "complete"), ["tp_btf"; 4]));
+        wrong.extend(row("submitter", n, role(plan, "submitter"), ["tp_btf"; 4]));
+        wrong.extend(row("exit", n, role(plan, "exit"), ["tp_btf/sys_exit"; 4]));
+        let vfs = [
+            "fentry/vfs_read",
+            "fentry/vfs_read",
+            "fentry/vfs_read",
+            "none",
+        ];
+        wrong.extend(row("vfs-read", n, role(plan, "vfs-read"), vfs));
+        let ext4 = [
+            "fentry/ext4_file_read_iter",
+            "fentry/ext4_file_read_iter",
+            "fentry/ext4_file_read_iter",
+            "none",
+        ];
+        wrong.extend(row("ext4-read", n, role(plan, "ext4-read"), ext4));
+        // prev_state became sched_switch's fourth argument in 5.18.
+        let state = [
+            "sched_switch has no prev_state",
+            "sched_switch passes prev_state",
+            "sched_switch passes prev_state",
+            "sched_switch passes prev_state",
+        ];
+        wrong.extend(row("switch state", n, decision(plan, "switch"), state));
+        let hooks = k.facilities.fentry || k.facilities.kprobes;
+        if hooks != missing.is_empty() {
+            wrong.push(format!(
+                "{n}: layers missing {missing:?} where function hooks are {hooks}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 #[test]
 fn queues_without_stamps_get_our_stamps_and_the_issue_program() {
     let mut k = kernels().pop().unwrap();

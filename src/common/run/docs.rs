@@ -15,7 +15,14 @@ pub const MAN_FLAG: &str = "--generate-man";
 pub const COMPLETION_FLAG: &str = "--generate-completion";
 
 /// Every tool of the package, for the SEE ALSO section (the aliases are in `dist/aliases`).
-const TOOLS: &[&str] = &["biolat", "bioslower", "syslat", "vfslat", "fslat"];
+const TOOLS: &[&str] = &[
+    "iostack",
+    "biolat",
+    "bioslower",
+    "syslat",
+    "vfslat",
+    "fslat",
+];
 
 /// Handles `--generate-man` and `--generate-completion SHELL` as the first argument: prints the
 /// document for `command` under the name the program was run as, and exits. Returns otherwise.

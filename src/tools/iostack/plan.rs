@@ -185,7 +185,8 @@ fn plan_layer(
         let Some(op) = layer.ops.iter().find(|o| o.name == layer_op(&ours.label)) else {
             continue;
         };
-        let role = format!("{} {}", layer.what, ours.label);
+        // One word, as --explain's first column: vfs-read, ext4-sync.
+        let role = format!("{}-{}", layer.what.to_lowercase(), ours.label);
         for func in op.functions {
             if let Err(e) = plan_function_slot(prober, plan, layer.module, &role, kind, func, slots)
             {

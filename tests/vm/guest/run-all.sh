@@ -41,6 +41,8 @@ fi
 for script in "$guest_dir"/*.sh; do
   tool=$(basename "$script" .sh)
   case "$tool" in lib | run-all) continue ;; esac
+  # IOSTACK_TOOLS=a,b: only those tools' checks (run-matrix's IOSTACK_MATRIX_TOOLS, to iterate).
+  case ",${IOSTACK_TOOLS:-$tool}," in *",$tool,"*) ;; *) continue ;; esac
   IOSTACK_TOOL=$tool
   if [ ! -x "$IOSTACK_BIN/$tool" ]; then
     na binary "$IOSTACK_BIN/$tool is not built"
@@ -57,7 +59,8 @@ done
 # Aliases (links such as xfslat -> fslat) are their tool's: its script checks them.
 for bin in "$IOSTACK_BIN"/*; do
   tool=$(basename "$bin")
-  if [ -x "$bin" ] && [ -f "$bin" ] && [ ! -L "$bin" ] && [ ! -e "$guest_dir/$tool.sh" ]; then
+  if [ -x "$bin" ] && [ -f "$bin" ] && [ ! -L "$bin" ] && [ ! -e "$guest_dir/$tool.sh" ] &&
+    [ -z "${IOSTACK_TOOLS:-}" ]; then
     IOSTACK_TOOL=$tool
     na checks "no tests/vm/guest/$tool.sh yet"
   fi

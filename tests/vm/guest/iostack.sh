@@ -1,0 +1,321 @@
+#!/bin/sh
+# iostack's kernel-matrix checks: on every kernel, calls through a disk blk-throttle slows (cgroup
+# v1 blkio on the host, io.max in the VMs), a cached file, a pipe whose writer waits, and a CPU a
+# spinning thread keeps busy; the calls counted exactly, their time split into parts that add up
+# to it to the nanosecond, agreeing with schedstat's run_delay and delay accounting. In the VMs
+# (function hooks), the VFS and ext4 layers of the same calls; an fsync on an ext4 whose disk the
+# hypervisor throttles, waiting for its own I/O and the journal's; --slow journeys of reads on
+# that disk. Runs under busybox sh (see lib.sh).
+set -u
+. "$(dirname "$0")/lib.sh"
+cg=""
+trap 'tool_cleanup; umount "$IOSTACK_WORK/mnt" 2>/dev/null; umount "$IOSTACK_WORK/slowmnt" 2>/dev/null; [ -n "$cg" ] && rmdir "$cg" 2>/dev/null' EXIT
+
+helpers=${IOSTACK_HELPERS:-/iostack/helpers}
+bw="$helpers/breakdown_workload"
+flat="$helpers/json_flat"
+fast=${IOSTACK_FAST_DISK:?}
+
+# --- reading iostack's JSON (json_flat prints `LINE.PATH VALUE`) ----------------------------
+
+# op_field NAME OP PATH: PATH (e.g. breakdown.io_queue_ns) of operation OP in NAME's first report;
+# empty if OP is not there.
+op_field() {
+  "$flat" "$(out_of "$1")" >"$IOSTACK_WORK/$1.flat" 2>/dev/null
+  awk -v op="\"$2\"" -v path="$3" '
+    $1 ~ /^0\.ops\.[0-9]+\.op$/ && $2 == op { split($1, p, "."); k = p[3] }
+    { v[$1] = $2 }
+    END { if (k != "") print v["0.ops." k "." path] }' "$IOSTACK_WORK/$1.flat"
+}
+
+# parts_add_up NAME: every op's six parts add up to its total, and that total is its syscall
+# layer's sum; prints the ops that do not.
+parts_add_up() {
+  "$flat" "$(out_of "$1")" | awk '
+    $1 ~ /^0\.ops\.[0-9]+\.breakdown\./ {
+      split($1, p, "."); k = p[3]; f = p[5]
+      if (f == "total_ns") t[k] = $2
+      else if (f != "others_io_via_waker_ns") s[k] += $2
+    }
+    $1 ~ /^0\.ops\.[0-9]+\.layers\.syscall\.sum_ns$/ { split($1, p, "."); y[p[3]] = $2 }
+    $1 ~ /^0\.ops\.[0-9]+\.op$/ { split($1, p, "."); name[p[3]] = $2 }
+    END { for (k in t) if (s[k] != t[k] || y[k] != t[k]) printf "%s: parts %s, total %s, syscall %s; ", name[k], s[k], t[k], y[k] }'
+}
+
+# io_of NAME OP: the op's time waiting for I/O (OS queue + device + others' I/O).
+io_of() {
+  echo $(($(op_field "$1" "$2" breakdown.io_queue_ns) + $(op_field "$1" "$2" breakdown.io_device_ns) + $(op_field "$1" "$2" breakdown.others_io_ns)))
+}
+
+# with_helper NAME HELPER_ARGS -- TOOL_ARGS: starts breakdown_workload, traces its reader thread
+# (--tid), lets it read, stops the tool. The helper's last line in NAME.wl.
+with_helper() {
+  _name=$1
+  shift
+  _wargs=""
+  while [ "$1" != "--" ]; do
+    _wargs="$_wargs $1"
+    shift
+  done
+  shift
+  # shellcheck disable=SC2086 # the arguments are words on purpose
+  "$bw" $_wargs >"$IOSTACK_WORK/$_name.wl" &
+  _wpid=$!
+  _i=0
+  while ! grep -qs '^ready' "$IOSTACK_WORK/$_name.wl" && [ $_i -lt 400 ]; do
+    sleep 0.05
+    _i=$((_i + 1))
+  done
+  _tid=$(awk '/^ready/ { print $3 }' "$IOSTACK_WORK/$_name.wl")
+  if [ -z "$_tid" ] || ! tool_start "$_name" -j --tid "$_tid" "$@"; then
+    kill -KILL "$_wpid" 2>/dev/null
+    return 1
+  fi
+  kill -USR1 "$_wpid"
+  wait "$_wpid" || log "breakdown_workload exited with $?"
+  tool_stop "$_name"
+}
+
+# kernel_figure NAME KEY: a figure of breakdown_workload's last line.
+kernel_figure() {
+  awk -v k="$2" '/^reads/ { for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' "$IOSTACK_WORK/$1.wl"
+}
+
+# throttle_reads DISK IOPS: a cgroup whose blk-throttle lets DISK read IOPS times a second, in $cg.
+throttle_reads() {
+  _dev=$(cat "/sys/block/$1/dev")
+  if [ -d /sys/fs/cgroup/blkio ]; then
+    cg=/sys/fs/cgroup/blkio/iostack-check
+    mkdir -p "$cg" && echo "$_dev $2" >"$cg/blkio.throttle.read_iops_device"
+  elif [ -e /sys/fs/cgroup/cgroup.subtree_control ]; then
+    cg=/sys/fs/cgroup/iostack-check
+    mkdir -p "$cg" && echo "$_dev riops=$2" >"$cg/io.max"
+  else
+    return 1
+  fi
+}
+
+# --- the plan --------------------------------------------------------------------------------
+
+# --fs ext4: its functions are planned (the fast disk's ext4 is not mounted yet).
+tool_run explain --explain --fs ext4
+if [ $? -eq 0 ] && grep -q '^loaded and attached: ok' "$(out_of explain)"; then
+  pass explain "--explain loads and attaches: $(grep -c '/' "$(out_of explain)") hooks"
+else
+  fail explain "$(brief explain)"
+  log_verbose explain_v --explain --fs ext4
+  exit 0
+fi
+ex=$(out_of explain)
+path switch "$(awk '$1 == "switch" && $2 ~ /\// { print $2; exit }' "$ex")"
+path calls "$(awk '$1 == "calls" { print $2 "-" $3; exit }' "$ex")"
+log "$(grep '^  calls' "$ex")"
+path vfs "$(awk '$1 == "vfs-read" && $2 ~ /\// { print $2; exit }' "$ex")"
+path ext4 "$(awk '$1 == "ext4-read" && $2 ~ /\// { print $2; exit }' "$ex")"
+path throttle "$(awk '$1 == "throttle" { print ($2 == "bios" ? "recognised" : "unknown"); exit }' "$ex")"
+hooked=0
+grep -q 'vfs_read' "$ex" && ! grep -q '^  vfs  *not traced' "$ex" && hooked=1
+
+# --- a throttled disk: O_DIRECT reads wait in the OS queue, not on the device ----------------
+
+if throttle_reads "$fast" 20; then
+  before=$(disk_requests "$fast")
+  if with_helper throttled direct "/dev/$fast" 10 --cgroup "$cg" -- -d "$fast"; then
+    after=$(disk_requests "$fast")
+    calls=$(op_field throttled read calls)
+    total=$(op_field throttled read breakdown.total_ns)
+    q=$(op_field throttled read breakdown.io_queue_ns)
+    d=$(op_field throttled read breakdown.io_device_ns)
+    io=$(io_of throttled read)
+    ios=$(op_field throttled read ios)
+    unseen=$(json_unseen "$(out_of throttled)")
+    unwaited=$(awk '$1 ~ /^0\.unwaited\./ { n += $2 } END { print n + 0 }' "$IOSTACK_WORK/throttled.flat")
+    bad=$(parts_add_up throttled)
+    # The helper's main thread reads one block first (untraced: --tid): no traced call's I/O.
+    detail="10 reads at 20/s: calls $calls, ios $ios, unwaited $unwaited, unseen $unseen, diskstats $((after - before)); I/O $io of $total ns (queue $q, device $d)"
+    if [ "$calls" = 10 ] && [ $((ios + unwaited + unseen)) = $((after - before)) ] && [ $((after - before)) = 11 ] &&
+      [ -z "$bad" ] && [ $((io * 10)) -ge $((total * 9)) ] && [ $((q * 10)) -ge $((total * 8)) ] &&
+      [ $((d * 10)) -le "$q" ]; then
+      pass throttled "$detail"
+    else
+      fail throttled "$detail $bad"
+    fi
+  else
+    fail throttled "$(brief throttled)"
+  fi
+
+  # The reader and a spinning thread share one CPU: its waits for a CPU and for I/O agree with
+  # the kernel's own accounting of the thread (schedstat's run_delay, delay accounting's blkio).
+  echo 1 >/proc/sys/kernel/task_delayacct 2>/dev/null
+  echo 1 >/proc/sys/kernel/sched_schedstats 2>/dev/null
+  if with_helper agree direct "/dev/$fast" 20 --cgroup "$cg" --spin --; then
+    runq=$(op_field agree read breakdown.run_queue_ns)
+    io=$(io_of agree read)
+    delay=$(kernel_figure agree run_delay_ns)
+    slices=$(kernel_figure agree timeslices)
+    ticks=$(kernel_figure agree blkio_ticks)
+    elapsed=$(kernel_figure agree elapsed_ns)
+    exec=$(kernel_figure agree exec_ns)
+    # The run queue's clock is read once per scheduling event (see tests/iostack.rs): its
+    # granularity per timeslice, larger under TCG. A clock tick of delay accounting is 10 ms.
+    per=${IOSTACK_SCHED_EVENT_NS:-50000}
+    slack=$((slices * per))
+    dr=$((runq - delay))
+    [ $dr -lt 0 ] && dr=$((-dr))
+    di=$((io - ticks * 10000000))
+    [ $di -lt 0 ] && di=$((-di))
+    detail="run queue $runq ns vs run_delay $delay ns; I/O $io ns vs $ticks ticks; $slices timeslices"
+    # The kernel's own figures can be impossible: more time on a CPU, waiting for one and
+    # waiting for I/O than passed (6.12's delayed dequeue ends I/O waits it never started).
+    kernel_sum=$((exec + delay + ticks * 10000000))
+    if [ "$kernel_sum" -gt $((elapsed + 10000000 + slack)) ]; then
+      na agrees "the kernel's own accounting is impossible here: on a CPU $exec + waiting for one $delay + I/O $ticks ticks = $kernel_sum ns in $elapsed ns; ours: $detail"
+    elif [ "$(op_field agree read calls)" = 20 ] && [ "$runq" -gt 0 ] && [ $dr -le $slack ] &&
+      [ $di -le $((10000000 + slack)) ] && [ -z "$(parts_add_up agree)" ]; then
+      pass agrees "$detail"
+    else
+      fail agrees "$detail $(parts_add_up agree)"
+    fi
+  else
+    fail agrees "$(brief agree)"
+  fi
+  rmdir "$cg" 2>/dev/null
+  cg=""
+else
+  na throttled "no blk-throttle cgroup (blkio v1 or cgroup2 io) here"
+  na agrees "no blk-throttle cgroup (blkio v1 or cgroup2 io) here"
+fi
+
+# --- a cached file: on CPU, no I/O -----------------------------------------------------------
+
+head -c 1048576 /dev/zero >"$IOSTACK_WORK/cached.dat"
+if with_helper cached cached "$IOSTACK_WORK/cached.dat" 500 --; then
+  calls=$(op_field cached read calls)
+  cpu=$(op_field cached read breakdown.on_cpu_ns)
+  total=$(op_field cached read breakdown.total_ns)
+  io=$(io_of cached read)
+  detail="500 reads: calls $calls, on CPU $cpu of $total ns, I/O $io"
+  if [ "$calls" = 500 ] && [ "$io" = 0 ] && [ $((cpu * 2)) -ge "$total" ] && [ -z "$(parts_add_up cached)" ]; then
+    pass cached "$detail"
+  else
+    fail cached "$detail $(parts_add_up cached)"
+  fi
+else
+  fail cached "$(brief cached)"
+fi
+rm -f "$IOSTACK_WORK/cached.dat"
+
+# --- a pipe whose writer waits 50 ms: other sleep, no I/O ------------------------------------
+
+if traced_by "$helpers/syscall_workload" pipe 0 0 0 0 0 3 50 --; then
+  sleep_ns=$(op_field pipe read breakdown.other_sleep_ns)
+  io=$(io_of pipe read)
+  detail="3 reads: calls $(op_field pipe read calls), other sleep $sleep_ns ns, I/O $io"
+  if [ "$(op_field pipe read calls)" = 3 ] && [ "$sleep_ns" -ge 150000000 ] && [ "$io" = 0 ] &&
+    [ -z "$(parts_add_up pipe)" ]; then
+    pass pipe "$detail"
+  else
+    fail pipe "$detail $(parts_add_up pipe)"
+  fi
+else
+  fail pipe "$(brief pipe)"
+fi
+
+# --- the VFS and ext4 layers of the same calls: syscall >= VFS >= ext4, per op ---------------
+
+if [ "$hooked" = 0 ]; then
+  na layer-order "no fentry, no kprobes here: the layers are named missing"
+  if grep -q '"missing":{.*"vfs":"' "$(out_of pipe)"; then
+    pass missing "$(awk '/"missing"/ { m = $0; sub(/^.*"missing":\{/, "", m); sub(/\}.*$/, "", m); print m; exit }' "$(out_of pipe)" | cut -c1-200)"
+  else
+    fail missing "no reason for the missing VFS layer in $(brief pipe)"
+  fi
+elif mounted "$fast" "$IOSTACK_WORK/mnt" ext4; then
+  na missing "the VFS layer is traced here"
+  if traced_by "$helpers/file_workload" layers "$IOSTACK_WORK/mnt" 50 30 10 10 --; then
+    detail=""
+    ok=1
+    for op in read write sync open; do
+      s=$(op_field layers "$op" layers.syscall.avg_ns)
+      v=$(op_field layers "$op" layers.vfs.avg_ns)
+      e=$(op_field layers "$op" layers.fs.ext4.avg_ns)
+      detail="$detail$op syscall ${s%.*} >= vfs ${v%.*} >= ext4 ${e%.*}; "
+      if [ -z "$s" ] || [ -z "$v" ] || [ -z "$e" ] ||
+        ! awk -v s="$s" -v v="$v" -v e="$e" 'BEGIN { exit !(s >= v && v >= e && e > 0) }'; then
+        ok=0
+      fi
+    done
+    [ -z "$(parts_add_up layers)" ] || ok=0
+    if [ $ok = 1 ]; then pass layer-order "$detail"; else fail layer-order "$detail $(parts_add_up layers)"; fi
+  else
+    fail layer-order "$(brief layers)"
+  fi
+  umount "$IOSTACK_WORK/mnt"
+else
+  fail layer-order "could not mount the fast disk's ext4"
+fi
+
+# --- fsync on an ext4 the hypervisor throttles: its own I/O and the journal's ----------------
+
+slowfs=${IOSTACK_FS_SLOW_DISK:-}
+if [ -z "$slowfs" ]; then
+  na fsync "no throttled ext4 disk here"
+elif mounted "$slowfs" "$IOSTACK_WORK/slowmnt" ext4 noatime; then
+  # 4 buffered writes, then one fsync: their data and the journal's commit go to the disk.
+  if traced_by "$helpers/file_workload" fsync "$IOSTACK_WORK/slowmnt" 0 4 1 0 --; then
+    total=$(op_field fsync sync breakdown.total_ns)
+    io=$(io_of fsync sync)
+    own=$(($(op_field fsync sync breakdown.io_queue_ns) + $(op_field fsync sync breakdown.io_device_ns)))
+    others=$(op_field fsync sync breakdown.others_io_ns)
+    via=$(op_field fsync sync breakdown.others_io_via_waker_ns)
+    detail="1 fsync of $total ns: own I/O $own, others' I/O $others (through a waker $via), I/O $io"
+    # Its own data write may be the first I/O after an idle spell, which the hypervisor lets
+    # through at once; the journal's commit then waits. Its own part is reported, not required.
+    if [ "$(op_field fsync sync calls)" = 1 ] && [ $((io * 10)) -ge $((total * 8)) ] &&
+      [ "$others" -gt 0 ] && [ -z "$(parts_add_up fsync)" ]; then
+      pass fsync "$detail"
+    else
+      fail fsync "$detail $(parts_add_up fsync)"
+    fi
+  else
+    fail fsync "$(brief fsync)"
+  fi
+  umount "$IOSTACK_WORK/slowmnt"
+else
+  fail fsync "could not mount $slowfs"
+fi
+
+# --- --slow: a read's journey lists its block I/O with the injected delay --------------------
+
+slow=${IOSTACK_SLOW_DISK:-}
+if [ -z "$slow" ]; then
+  na slow "no throttled disk here"
+else
+  # The hypervisor lets the first I/O after an idle spell through: spend that allowance first.
+  dd_read "$slow" 1 100
+  if with_helper journeys direct "/dev/$slow" 3 -- --slow 10; then
+    "$flat" "$(out_of journeys)" >"$IOSTACK_WORK/journeys.flat"
+    n=$(grep -c '\.lat_ns ' "$IOSTACK_WORK/journeys.flat")
+    floor=$((IOSTACK_THROTTLE_MS * 1000000))
+    short=$(awk -v f="$floor" '/\.io\.0\.device_ns / && $2 < f { n++ } END { print n + 0 }' "$IOSTACK_WORK/journeys.flat")
+    own=$(grep -c '\.io\.0\.how "own"' "$IOSTACK_WORK/journeys.flat")
+    disk=$(grep -c "\.io\.0\.disk \"$slow\"" "$IOSTACK_WORK/journeys.flat")
+    detail="$n journeys of 3 reads; their I/O on $disk times $slow, own $own, below ${IOSTACK_THROTTLE_MS} ms on the device: $short"
+    if [ "$n" -ge 2 ] && [ "$own" = "$n" ] && [ "$disk" = "$n" ] && [ "$short" = 0 ]; then
+      pass slow "$detail"
+    else
+      fail slow "$detail: $(brief journeys)"
+    fi
+  else
+    fail slow "$(brief journeys)"
+  fi
+fi
+
+# --- bad input --------------------------------------------------------------------------------
+
+tool_run bad -d nosuchdisk
+if [ $? -ne 0 ] && [ "$(wc -l <"$(err_of bad)")" -eq 1 ] && grep -q '^iostack: ' "$(err_of bad)"; then
+  pass bad-input "$(brief bad)"
+else
+  fail bad-input "$(brief bad)"
+fi
