@@ -89,7 +89,8 @@ def tmpfs_loop(size):
 
 
 class Tracer:
-    """A tracer command (None: no tracing), started per measurement."""
+    """A tracer command (None: no tracing), started per measurement. `Tracers` runs several
+    at once as one."""
 
     def __init__(self, name, cmd):
         self.name, self.cmd = name, cmd
@@ -165,8 +166,45 @@ def measure(tracers, rounds, workload, events, progress):
                 total = sum(after.get(p, (0, 0))[0] - before.get(p, (0, 0))[0]
                             for p in proc.iostack_progs)
                 kern[t.name].append(total / events)
-            Tracer.stop(proc)
+            t.stop(proc)
         print(f"round {r + 1}/{rounds}: " +
               ", ".join(f"{n} {progress(v[-1])}" for n, v in wall.items() if v),
               file=sys.stderr)
     return wall, kern, errors
+
+
+class Tracers(Tracer):
+    """Several tracers at the same time (e.g. syslat and biolat), measured as one: their
+    programs' in-kernel time is added up."""
+
+    def __init__(self, name, cmds):
+        super().__init__(name, cmds[0])
+        self.parts = [Tracer(f"{name} ({c[0]})", c) for c in cmds]
+
+    def available(self):
+        return all(p.available() for p in self.parts)
+
+    def start(self):
+        procs = []
+        try:
+            for p in self.parts:
+                procs.append(p.start())
+        except RuntimeError:
+            for proc in procs:
+                Tracer.stop(proc)
+            raise
+        group = _ProcGroup(procs)
+        return group
+
+    def stop(self, proc):
+        if proc is not None:
+            for p in proc.procs:
+                Tracer.stop(p)
+
+
+class _ProcGroup:
+    """The processes of a Tracers run, with the union of their programs."""
+
+    def __init__(self, procs):
+        self.procs = procs
+        self.iostack_progs = set().union(*(p.iostack_progs for p in procs))

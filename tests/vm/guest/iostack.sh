@@ -110,6 +110,11 @@ ex=$(out_of explain)
 path switch "$(awk '$1 == "switch" && $2 ~ /\// { print $2; exit }' "$ex")"
 path calls "$(awk '$1 == "calls" { print $2 "-" $3; exit }' "$ex")"
 log "$(grep '^  calls' "$ex")"
+if grep -q '^  calls .*verifier' "$ex"; then
+  # Task storage was refused by the verifier: its verdict, for the bug report.
+  tool_run explain_v -v --explain --fs ext4
+  grep -A12 'BEGIN PROG LOAD LOG' "$(err_of explain_v)" | head -30 | sed 's/^/iostack: verifier: /'
+fi
 path vfs "$(awk '$1 == "vfs-read" && $2 ~ /\// { print $2; exit }' "$ex")"
 path ext4 "$(awk '$1 == "ext4-read" && $2 ~ /\// { print $2; exit }' "$ex")"
 path throttle "$(awk '$1 == "throttle" { print ($2 == "bios" ? "recognised" : "unknown"); exit }' "$ex")"
@@ -146,9 +151,13 @@ if throttle_reads "$fast" 20; then
 
   # The reader and a spinning thread share one CPU: its waits for a CPU and for I/O agree with
   # the kernel's own accounting of the thread (schedstat's run_delay, delay accounting's blkio).
+  # One read() of 80 KiB through the page cache with readahead off: 20 requests waited for one
+  # after the other inside one call (see tests/iostack.rs for why not 20 calls).
   echo 1 >/proc/sys/kernel/task_delayacct 2>/dev/null
   echo 1 >/proc/sys/kernel/sched_schedstats 2>/dev/null
-  if with_helper agree direct "/dev/$fast" 20 --cgroup "$cg" --spin --; then
+  ra=$(cat "/sys/block/$fast/queue/read_ahead_kb")
+  echo 0 >"/sys/block/$fast/queue/read_ahead_kb"
+  if with_helper agree buffered "/dev/$fast" 81920 --cgroup "$cg" --spin --; then
     runq=$(op_field agree read breakdown.run_queue_ns)
     io=$(io_of agree read)
     delay=$(kernel_figure agree run_delay_ns)
@@ -158,7 +167,8 @@ if throttle_reads "$fast" 20; then
     exec=$(kernel_figure agree exec_ns)
     # The run queue's clock is read once per scheduling event (see tests/iostack.rs): its
     # granularity per timeslice, larger under TCG. A clock tick of delay accounting is 10 ms.
-    per=${IOSTACK_SCHED_EVENT_NS:-50000}
+    # 95 us per timeslice seen under TCG (6.12, 2026-11-25): 200 us allowed.
+    per=${IOSTACK_SCHED_EVENT_NS:-200000}
     slack=$((slices * per))
     dr=$((runq - delay))
     [ $dr -lt 0 ] && dr=$((-dr))
@@ -170,7 +180,8 @@ if throttle_reads "$fast" 20; then
     kernel_sum=$((exec + delay + ticks * 10000000))
     if [ "$kernel_sum" -gt $((elapsed + 10000000 + slack)) ]; then
       na agrees "the kernel's own accounting is impossible here: on a CPU $exec + waiting for one $delay + I/O $ticks ticks = $kernel_sum ns in $elapsed ns; ours: $detail"
-    elif [ "$(op_field agree read calls)" = 20 ] && [ "$runq" -gt 0 ] && [ $dr -le $slack ] &&
+    elif [ "$(op_field agree read calls)" = 1 ] && [ "$(op_field agree read ios)" = 20 ] &&
+      [ "$runq" -gt 0 ] && [ $dr -le $slack ] &&
       [ $di -le $((10000000 + slack)) ] && [ -z "$(parts_add_up agree)" ]; then
       pass agrees "$detail"
     else
@@ -179,6 +190,7 @@ if throttle_reads "$fast" 20; then
   else
     fail agrees "$(brief agree)"
   fi
+  echo "$ra" >"/sys/block/$fast/queue/read_ahead_kb"
   rmdir "$cg" 2>/dev/null
   cg=""
 else

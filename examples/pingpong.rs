@@ -1,0 +1,81 @@
+//! The context-switch benchmark's workload: `pingpong ROUNDS` forks a child; parent and child
+//! pass one byte back and forth over two pipes ROUNDS times (run it on one CPU, e.g. with
+//! taskset, so that every pass is a context switch), then prints
+//! `switches N ns_per_switch T`: the context switches both made (their
+//! voluntary_ctxt_switches) and the wall time per switch.
+
+use std::time::Instant;
+
+fn die(msg: &str) -> ! {
+    eprintln!("pingpong: {msg}: {}", std::io::Error::last_os_error());
+    std::process::exit(1)
+}
+
+fn voluntary_switches(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn main() {
+    let rounds: u64 = std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| {
+            eprintln!("usage: pingpong ROUNDS");
+            std::process::exit(2)
+        });
+    let (mut there, mut back) = ([0i32; 2], [0i32; 2]);
+    // SAFETY: pipe() fills the arrays we own; fork() in a single-threaded process.
+    unsafe {
+        if libc::pipe(there.as_mut_ptr()) != 0 || libc::pipe(back.as_mut_ptr()) != 0 {
+            die("pipe");
+        }
+    }
+    let mut byte = [0u8; 1];
+    // SAFETY: the child only reads and writes its pipes, then exits.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        die("fork");
+    }
+    if child == 0 {
+        for _ in 0..rounds {
+            // SAFETY: one byte from and to our pipes.
+            unsafe {
+                if libc::read(there[0], byte.as_mut_ptr().cast(), 1) != 1
+                    || libc::write(back[1], byte.as_ptr().cast(), 1) != 1
+                {
+                    die("child");
+                }
+            }
+        }
+        // The parent reads our switch count before we exit.
+        // SAFETY: waits for the parent's last byte (or its end).
+        unsafe { libc::read(there[0], byte.as_mut_ptr().cast(), 1) };
+        std::process::exit(0);
+    }
+    let me = std::process::id() as i32;
+    let before = voluntary_switches(me) + voluntary_switches(child);
+    let t0 = Instant::now();
+    for _ in 0..rounds {
+        // SAFETY: one byte to and from our pipes.
+        unsafe {
+            if libc::write(there[1], byte.as_ptr().cast(), 1) != 1
+                || libc::read(back[0], byte.as_mut_ptr().cast(), 1) != 1
+            {
+                die("parent");
+            }
+        }
+    }
+    let ns = t0.elapsed().as_nanos() as u64;
+    let switches = voluntary_switches(me) + voluntary_switches(child) - before;
+    // SAFETY: releases the child, then reaps it.
+    unsafe {
+        libc::write(there[1], byte.as_ptr().cast(), 1);
+        libc::waitpid(child, std::ptr::null_mut(), 0);
+    }
+    println!("switches {switches} ns_per_switch {}", ns / switches.max(1));
+}
