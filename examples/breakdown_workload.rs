@@ -229,10 +229,11 @@ fn main() {
                 // SAFETY: setpriority on the calling thread (who 0).
                 unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
             }
-            // One wait for I/O before the tracer starts: the kernel's delay accounting of a
-            // thread's very first I/O wait can be garbage (6.12+: seen as the whole uptime on the
-            // CI host's 6.18 and in 6.12's VM), so the counted waits are never the first.
-            if waits {
+            // With --spin (the agreement with the kernel's accounting), one wait for I/O before
+            // the tracer starts: the kernel's delay accounting of a thread's very first I/O
+            // wait can be garbage (6.12+: seen as the whole uptime on the CI host's 6.18), so
+            // the counted waits are never the first.
+            if spin && waits {
                 spend_allowance(&prime_path, 32);
             }
             tx.send(tid()).ok();

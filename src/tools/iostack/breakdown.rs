@@ -106,19 +106,37 @@ impl Breakdown {
             .iter()
             .map(|&p| p as f64 * width as f64 / total as f64)
             .collect();
-        let mut cells: Vec<usize> = exact.iter().map(|e| e.floor() as usize).collect();
-        let mut left = width - cells.iter().sum::<usize>();
+        // Every part with time gets a letter first (a 10 µs part of a 1 s call is still a
+        // part the reader should see); the largest parts give those letters back.
+        let mut cells: Vec<usize> = (0..PARTS)
+            .map(|i| {
+                let floor = exact[i].floor() as usize;
+                if self.parts[i] > 0 {
+                    floor.max(1)
+                } else {
+                    floor
+                }
+            })
+            .collect();
+        while cells.iter().sum::<usize>() > width {
+            let largest = (0..PARTS).max_by_key(|&i| cells[i]).unwrap_or(0);
+            if cells[largest] <= 1 {
+                break;
+            }
+            cells[largest] -= 1;
+        }
         let mut order: Vec<usize> = (0..PARTS).collect();
         order.sort_by(|&a, &b| {
-            let ra = exact[a] - exact[a].floor();
-            let rb = exact[b] - exact[b].floor();
+            let ra = exact[a] - cells[a] as f64;
+            let rb = exact[b] - cells[b] as f64;
             rb.total_cmp(&ra)
         });
-        for i in order {
+        let mut left = width.saturating_sub(cells.iter().sum::<usize>());
+        for i in order.into_iter().cycle().take(PARTS * width.max(1)) {
             if left == 0 {
                 break;
             }
-            if self.parts[i] > 0 && (cells[i] == 0 || exact[i] > cells[i] as f64) {
+            if self.parts[i] > 0 {
                 cells[i] += 1;
                 left -= 1;
             }

@@ -113,7 +113,7 @@ log "$(grep '^  calls' "$ex")"
 if grep -q '^  calls .*verifier' "$ex"; then
   # Task storage was refused by the verifier: its verdict, for the bug report.
   tool_run explain_v -v --explain --fs ext4
-  grep -A12 'BEGIN PROG LOAD LOG' "$(err_of explain_v)" | head -30 | sed 's/^/iostack: verifier: /'
+  grep -B12 'END PROG LOAD LOG' "$(err_of explain_v)" | head -30 | sed 's/^/iostack: verifier: /'
 fi
 path vfs "$(awk '$1 == "vfs-read" && $2 ~ /\// { print $2; exit }' "$ex")"
 path ext4 "$(awk '$1 == "ext4-read" && $2 ~ /\// { print $2; exit }' "$ex")"
@@ -174,7 +174,7 @@ if throttle_reads "$fast" 20; then
     [ $dr -lt 0 ] && dr=$((-dr))
     di=$((io - ticks * 10000000))
     [ $di -lt 0 ] && di=$((-di))
-    detail="run queue $runq ns vs run_delay $delay ns; I/O $io ns vs $ticks ticks; $slices timeslices"
+    detail="$(op_field agree read calls) read of $(op_field agree read ios) I/Os: run queue $runq ns vs run_delay $delay ns; I/O $io ns vs $ticks ticks; $slices timeslices"
     # The kernel's own figures can be impossible: more time on a CPU, waiting for one and
     # waiting for I/O than passed (6.12's delayed dequeue ends I/O waits it never started).
     kernel_sum=$((exec + delay + ticks * 10000000))
