@@ -34,6 +34,11 @@ const volatile bool per_task = false;
 					       bool create)                           \
 	{                                                                             \
 		vtype *v;                                                              \
+		/* NULL only on paths the compiler keeps for a task it checked: 6.1's   \
+		 * verifier walks them (a trusted task pointer may be NULL to it) and   \
+		 * refuses NULL for bpf_task_storage_get, which 6.2+ allow. */          \
+		if (per_task && !task)                                                \
+			return NULL;                                                  \
 		if (per_task)                                                         \
 			return bpf_task_storage_get(&name##_by_task, task, 0,         \
 					create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0); \

@@ -113,7 +113,8 @@ log "$(grep '^  calls' "$ex")"
 if grep -q '^  calls .*verifier' "$ex"; then
   # Task storage was refused by the verifier: its verdict, for the bug report.
   tool_run explain_v -v --explain --fs ext4
-  grep -B12 'END PROG LOAD LOG' "$(err_of explain_v)" | head -30 | sed 's/^/iostack: verifier: /'
+  grep "prog '" "$(err_of explain_v)" | head -4 | sed 's/^/iostack: verifier: /'
+  grep -B40 'END PROG LOAD LOG' "$(err_of explain_v)" | head -60 | sed 's/^/iostack: verifier: /'
 fi
 path vfs "$(awk '$1 == "vfs-read" && $2 ~ /\// { print $2; exit }' "$ex")"
 path ext4 "$(awk '$1 == "ext4-read" && $2 ~ /\// { print $2; exit }' "$ex")"
@@ -166,15 +167,19 @@ if throttle_reads "$fast" 20; then
     elapsed=$(kernel_figure agree elapsed_ns)
     exec=$(kernel_figure agree exec_ns)
     # The run queue's clock is read once per scheduling event (see tests/iostack.rs): its
-    # granularity per timeslice, larger under TCG. A clock tick of delay accounting is 10 ms.
-    # 95 us per timeslice seen under TCG (6.12, 2026-11-25): 200 us allowed.
-    per=${IOSTACK_SCHED_EVENT_NS:-200000}
+    # granularity per timeslice, larger under TCG, where the guest's scheduler clock (the
+    # emulated TSC, unstable, filtered against the clocksource every tick) and ours (the
+    # clocksource) are not one clock. A clock tick of delay accounting is 10 ms. Seen under
+    # TCG on 2026-11-25: 95 us per timeslice (6.12), 220 us (6.1, our figure the larger):
+    # 400 us allowed.
+    per=${IOSTACK_SCHED_EVENT_NS:-400000}
     slack=$((slices * per))
     dr=$((runq - delay))
     [ $dr -lt 0 ] && dr=$((-dr))
     di=$((io - ticks * 10000000))
     [ $di -lt 0 ] && di=$((-di))
-    detail="$(op_field agree read calls) read of $(op_field agree read ios) I/Os: run queue $runq ns vs run_delay $delay ns; I/O $io ns vs $ticks ticks; $slices timeslices"
+    unwaited=$(awk '$1 ~ /^0\.unwaited\./ { n += $2 } END { print n + 0 }' "$IOSTACK_WORK/agree.flat")
+    detail="$(op_field agree read calls) read of $(op_field agree read ios) I/Os ($unwaited no traced call waited for): run queue $runq ns vs run_delay $delay ns; I/O $io ns vs $ticks ticks; $slices timeslices"
     # The kernel's own figures can be impossible: more time on a CPU, waiting for one and
     # waiting for I/O than passed (6.12's delayed dequeue ends I/O waits it never started).
     kernel_sum=$((exec + delay + ticks * 10000000))
@@ -186,6 +191,10 @@ if throttle_reads "$fast" 20; then
       pass agrees "$detail"
     else
       fail agrees "$detail $(parts_add_up agree)"
+      # The same read as a journey: each request it waited for, and how.
+      if with_helper agree_j buffered "/dev/$fast" 81920 --cgroup "$cg" --spin -- --slow 0; then
+        "$flat" "$(out_of agree_j)" | grep -v '\.layers\.' | head -150 | sed 's/^/iostack: agrees journey: /'
+      fi
     fi
   else
     fail agrees "$(brief agree)"
@@ -291,6 +300,16 @@ elif mounted "$slowfs" "$IOSTACK_WORK/slowmnt" ext4 noatime; then
     fi
   else
     fail fsync "$(brief fsync)"
+  fi
+  # The text report of 3 O_DIRECT reads, 2 writes and an fsync on that ext4, for the README.
+  "$helpers/file_workload" "$IOSTACK_WORK/slowmnt" 3 2 1 0 direct >"$IOSTACK_WORK/tour.wl" &
+  wpid=$!
+  while ! grep -qs '^ready' "$IOSTACK_WORK/tour.wl"; do sleep 0.05; done
+  if tool_start tour -m -p "$wpid"; then
+    kill -USR1 "$wpid"
+    wait "$wpid"
+    tool_stop tour
+    sed 's/^/iostack: tour: /' "$(out_of tour)"
   fi
   umount "$IOSTACK_WORK/slowmnt"
 else
