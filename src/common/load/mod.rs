@@ -24,6 +24,17 @@ pub fn mapped<'a, T>(section: Option<&'a mut T>, what: &str) -> Result<&'a mut T
     section.with_context(|| format!("{what} is not mapped"))
 }
 
+/// A C string the BPF side wrote into a fixed array (a comm, a file or filesystem name), up to
+/// its NUL.
+pub fn c_str(bytes: &[std::ffi::c_char]) -> String {
+    let b: Vec<u8> = bytes
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&b).into_owned()
+}
+
 /// Copies a value into a skeleton's rodata struct of the same layout (the skeleton's generated
 /// type and our mirror of it, e.g. `struct task_filter` and `BpfTaskFilter`). A size mismatch is
 /// a bug of ours: reported, not written.

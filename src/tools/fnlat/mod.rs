@@ -13,7 +13,7 @@ use crate::common::kernel::plan::{AttachPlan, Flavor};
 use crate::common::kernel::prober::Prober;
 use crate::common::load::events::EventQueue;
 use crate::common::load::maps::HistogramCollector;
-use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
+use crate::common::load::{c_str, copy_struct, load_planned, mapped, Loaded};
 use crate::common::losses::{
     event_losses, read_kernel_losses, Loss, LossEvent, LossTally, Noun, SkippedRuns, CALLS,
 };
@@ -257,16 +257,6 @@ fn load(
         open.maps.events.set_max_entries(ring)?;
         Ok(())
     })
-}
-
-/// A C string of a fixed array, up to its NUL.
-fn c_str(bytes: &[std::ffi::c_char]) -> String {
-    let b: Vec<u8> = bytes
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&b).into_owned()
 }
 
 impl Fnlat {

@@ -25,7 +25,7 @@ use crate::common::load::maps::{
     drain_generation, drain_percpu_array, drain_percpu_hash, per_cpu_counts, HistogramCollector,
 };
 use crate::common::load::{
-    copy_struct, load_planned, load_with_thread_state, mapped, thread_state_maps, Loaded,
+    c_str, copy_struct, load_planned, load_with_thread_state, mapped, thread_state_maps, Loaded,
 };
 use crate::common::losses::{
     read_kernel_losses, Loss, LossEvent, LossTally, Noun, SkippedRuns, CALLS,
@@ -293,16 +293,6 @@ fn load(
         }
         Ok(())
     })
-}
-
-/// A C string of a fixed array, up to its NUL.
-fn c_str(bytes: &[std::ffi::c_char]) -> String {
-    let b: Vec<u8> = bytes
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&b).into_owned()
 }
 
 fn add_op_totals(sum: &mut types::op_totals, one: &types::op_totals) {
