@@ -6,10 +6,12 @@
 //! We never branch on a kernel version: every decision comes from what this kernel describes
 //! (BTF) or really allows (a trial load and attach).
 
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs;
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use anyhow::{anyhow, Context, Result};
 use libbpf_rs::btf::types::{Composite, Enum, Enum64, FuncProto, Typedef};
@@ -194,12 +196,16 @@ impl Prober {
     }
 
     /// A text symbol's address in the running kernel (kallsyms; root sees real addresses), None
-    /// for a described kernel or a symbol it lacks.
-    pub fn symbol_address(&self, name: &str) -> Option<u64> {
-        if self.facilities().is_some() {
-            return None;
-        }
-        kallsyms_text_address(name)
+    /// for a described kernel or a symbol it lacks; read in a thread of its own while the
+    /// caller goes on planning (the kernel takes 40-70 ms to write /proc/kallsyms on the CI
+    /// host): the returned function gives the answer.
+    pub fn symbol_address_later(&self, name: &str) -> impl FnOnce() -> Option<u64> {
+        let name = name.to_string();
+        let reader = self
+            .facilities()
+            .is_none()
+            .then(|| std::thread::spawn(move || kallsyms_text_address(&name)));
+        move || reader.and_then(|r| r.join().ok().flatten())
     }
 
     /// A tracepoint exists: its `btf_trace_<name>` typedef, or tracefs when BTF lacks it.
@@ -471,7 +477,7 @@ fn find_tracefs() -> Option<PathBuf> {
         .find(|p| p.join("events").is_dir())
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Trial {
     TpBtf,
     RawTp,
@@ -479,8 +485,36 @@ enum Trial {
     Kprobe,
 }
 
-/// Loads (and attaches) one empty probe program retargeted at `target`.
+/// What the trials of this process found. The kernel's answer does not change while we run, and
+/// a trial costs an object load (6-12 ms on the CI host, most of it libbpf reading the kernel's
+/// BTF). A kernel that refuses fentry with EPERM (the CI host: lockdown-like policy, not the
+/// function) refuses it for every function: the first such answer stands for all.
+static TRIALS: Mutex<BTreeMap<(Trial, String), Result<(), String>>> = Mutex::new(BTreeMap::new());
+
+/// Loads (and attaches) one empty probe program retargeted at `target`, once per process.
 fn trial(kind: Trial, target: &str) -> Result<(), String> {
+    let mut known = TRIALS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = known.get(&(kind, target.to_string())) {
+        return r.clone();
+    }
+    if kind == Trial::Fentry {
+        if let Some(r) = known.get(&(kind, String::new())) {
+            return r.clone();
+        }
+    }
+    let r = trial_load(kind, target);
+    if kind == Trial::Fentry {
+        if let Err(e) = &r {
+            if e.starts_with("load failed") && e.contains("os error 1)") {
+                known.insert((kind, String::new()), r.clone());
+            }
+        }
+    }
+    known.insert((kind, target.to_string()), r.clone());
+    r
+}
+
+fn trial_load(kind: Trial, target: &str) -> Result<(), String> {
     let _quiet = quiet_libbpf();
     let mut storage = MaybeUninit::<OpenObject>::uninit();
     let mut open = ProbeSkelBuilder::default()

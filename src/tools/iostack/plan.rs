@@ -55,6 +55,7 @@ fn layer_op(op: &str) -> &str {
 }
 
 pub fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
+    let throttle_dispatch_fn = prober.symbol_address_later("blk_throtl_dispatch_work_fn");
     let flags = RequestFlags::from_btf(prober).ok_or_else(|| {
         anyhow!(
             "this kernel's BTF has no req_op/req_flag_bits enums, needed to tell requests apart"
@@ -104,9 +105,7 @@ pub fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
         "wakers",
         "a wakeup on a task's own stack is that task's doing (one hop: its I/O waits), one on the interrupt stack a completion's",
     );
-    let throttle_dispatch_fn = prober
-        .symbol_address("blk_throtl_dispatch_work_fn")
-        .unwrap_or(0);
+    let throttle_dispatch_fn = throttle_dispatch_fn().unwrap_or(0);
     plan.decide(
         "throttle",
         match throttle_dispatch_fn {

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The floors of the cost benchmarks: programs that do nothing, so their cost is the kernel's
+ * price of calling any BPF program there. raw_tp on sys_enter/sys_exit (syscall-cost, against
+ * syslat), tp_btf on sched_switch, sched_waking and sched_wakeup (iostack-switch-cost, against
+ * iostack's scheduler hooks and offcputime). examples/hook_floor.rs loads the set asked for. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+SEC("raw_tp/sys_enter")
+int floor_enter(void *ctx)
+{
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int floor_exit(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int floor_switch(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int floor_waking(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int floor_wakeup(void *ctx)
+{
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
