@@ -23,8 +23,7 @@
 //!
 //! The first figures are read while the reader sleeps in its first read (`direct`, `buffered`:
 //! the main thread first reads a block of PATH itself, which spends a throttle's allowance, so
-//! that the reader's first read waits; with `--spin`, as many as it takes until one of its
-//! reads waits), and the spinner starts only then; the last figures once it has
+//! that the reader's first read waits), and the spinner starts only then; the last figures once it has
 //! made its last read. So the count starts inside its calls, and neither a wait for a CPU
 //! outside them (after the wakeup that starts the reader) nor one inside its first read before
 //! it sleeps is in the kernel's figures and not in a tracer's, or the other way round.
@@ -272,22 +271,7 @@ fn main() {
     // SAFETY: waits for the signal blocked above.
     unsafe { libc::sigwaitinfo(&set, std::ptr::null_mut()) };
     if waits {
-        let block = n.max(1 << 20) / 4096 + 64;
-        if spin {
-            // The agreement counts every request of the read as waited for, the first one too:
-            // spend the throttle's allowance until a read of ours waits for it. 5.10's
-            // blk-throttle lets two reads a 100 ms slice through at 20/s, and a slice ends while
-            // the tracer loads; 6.1+ let one through.
-            for k in 0..8 {
-                let t = std::time::Instant::now();
-                spend_allowance(&c_path, block + k);
-                if t.elapsed() >= std::time::Duration::from_millis(10) {
-                    break;
-                }
-            }
-        } else {
-            spend_allowance(&c_path, block);
-        }
+        spend_allowance(&c_path, n.max(1 << 20) / 4096 + 64);
     }
     start.wait();
     if waits {

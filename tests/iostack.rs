@@ -245,12 +245,17 @@ fn run_queue_and_io_waits_agree_with_the_kernels_own_accounting() {
     // on 6.18, 2026-11-25: 7.69 ms against 7.62 ms over 19 timeslices). That clock's
     // granularity, per time the thread was put on a CPU:
     let per_event = 10_000;
+    // Once a run, ours was 200-300 us the larger in 3 of about 25 runs on 2026-11-25 (202 us
+    // over 18 timeslices, 300 over 19, 264 over 19): one switch whose two clock reads lie far
+    // apart. This VM's vCPUs lose time to their host (/proc/stat counts steal), which would do
+    // it if the host stops the vCPU between the kernel's read and ours; the cause is not proven.
+    let one_stop = 400_000;
     let events = kernel["timeslices"];
     let runq = part(&read, "run_queue_ns");
     let run_delay = kernel["run_delay_ns"];
     assert!(runq > 0, "the reader waited for a CPU: {read}");
     assert!(
-        runq.abs_diff(run_delay) <= events * per_event,
+        runq.abs_diff(run_delay) <= events * per_event + one_stop,
         "run queue {runq} ns vs the kernel's run_delay {run_delay} ns, over {events} timeslices: {read}"
     );
     // delayacct_blkio_ticks is in clock ticks: each end of the difference is truncated to one.
