@@ -11,9 +11,7 @@ use std::mem::MaybeUninit;
 
 use libbpf_rs::skel::{OpenSkel as _, Skel as _, SkelBuilder as _};
 
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/hook_floor.skel.rs"));
-}
+iostack::bpf_skeleton!("hook_floor");
 
 fn die(msg: String) -> ! {
     eprintln!("hook_floor: {msg}");

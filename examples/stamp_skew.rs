@@ -15,13 +15,7 @@ use std::time::Duration;
 use libbpf_rs::skel::{OpenSkel as _, Skel as _, SkelBuilder as _};
 use libbpf_rs::RingBufferBuilder;
 
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/stamp_skew.skel.rs"));
-}
-
-// SAFETY: integers only.
-unsafe impl plain::Plain for skel::types::skew {}
-unsafe impl plain::Plain for skel::types::rq_bits {}
+iostack::bpf_skeleton!("stamp_skew", skew, rq_bits);
 
 fn fail(msg: String) -> ! {
     eprintln!("stamp_skew: {msg}");

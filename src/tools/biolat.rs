@@ -19,14 +19,8 @@ use crate::common::report::hist::Unit;
 use crate::common::report::{HistogramReport, LabeledHistogram};
 use crate::common::run::{HistogramTool, Tool};
 
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/biolat.skel.rs"));
-}
+crate::bpf_skeleton!("biolat", biolat_key, rq_bits);
 use skel::{types, BiolatSkel, BiolatSkelBuilder};
-
-// SAFETY: repr(C) structs of integers; any bit pattern is valid.
-unsafe impl plain::Plain for types::biolat_key {}
-unsafe impl plain::Plain for types::rq_bits {}
 
 /// What biolat is asked for.
 #[derive(Clone, Debug, Default)]

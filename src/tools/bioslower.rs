@@ -28,15 +28,8 @@ use crate::common::run::filter::TaskFilter;
 use crate::common::run::threshold::describe_threshold;
 use crate::common::run::{EventTool, Tool};
 
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/bioslower.skel.rs"));
-}
+crate::bpf_skeleton!("bioslower", slow_event, task_filter, rq_bits);
 use skel::{types, BioslowerSkel, BioslowerSkelBuilder};
-
-// SAFETY: repr(C) structs of integers and bytes; any bit pattern is valid.
-unsafe impl plain::Plain for types::slow_event {}
-unsafe impl plain::Plain for types::task_filter {}
-unsafe impl plain::Plain for types::rq_bits {}
 
 /// Ring buffer for slow events: 8 MiB holds ~100k events, a second of slack at 100k/s.
 const RINGBUF_BYTES: u32 = 8 << 20;

@@ -16,13 +16,8 @@ use crate::common::report::{HistogramReport, LabeledHistogram};
 use crate::common::run::filter::TaskFilter;
 use crate::common::run::{HistogramTool, Tool};
 
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/syslat.skel.rs"));
-}
-use skel::{types, SyslatSkel, SyslatSkelBuilder};
-
-// SAFETY: a repr(C) struct of integers and bytes; any bit pattern is valid.
-unsafe impl plain::Plain for types::task_filter {}
+crate::bpf_skeleton!("syslat", task_filter);
+use skel::{SyslatSkel, SyslatSkelBuilder};
 
 /// Must match SYSLAT_MAX_SLOTS in src/bpf/syslat.h.
 const MAX_SLOTS: u32 = 64;

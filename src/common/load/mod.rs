@@ -5,6 +5,22 @@ pub mod events;
 pub mod libbpf;
 pub mod maps;
 
+/// A tool's generated skeleton (of `src/bpf/<name>.bpf.c`) as the module `skel`, and
+/// `plain::Plain` for the C types the tool copies in and out of maps and rodata.
+#[macro_export]
+macro_rules! bpf_skeleton {
+    ($name:literal $(, $plain:ident)* $(,)?) => {
+        mod skel {
+            include!(concat!(env!("OUT_DIR"), "/", $name, ".skel.rs"));
+        }
+        $(
+            // SAFETY: repr(C) structs of integers and bytes, generated from the object's BTF:
+            // any bit pattern is valid.
+            unsafe impl plain::Plain for skel::types::$plain {}
+        )*
+    };
+}
+
 use std::mem::MaybeUninit;
 
 use anyhow::{Context, Result};

@@ -25,16 +25,8 @@ use slots::{plan_slot, FnSlot, SLOTS};
 
 pub mod slots;
 
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/fnlat.skel.rs"));
-}
+crate::bpf_skeleton!("fnlat", fnlat_key, fnlat_event, task_filter, fn_slot);
 use skel::{types, FnlatSkel, FnlatSkelBuilder};
-
-// SAFETY: repr(C) structs of integers and bytes; any bit pattern is valid.
-unsafe impl plain::Plain for types::fnlat_key {}
-unsafe impl plain::Plain for types::fnlat_event {}
-unsafe impl plain::Plain for types::task_filter {}
-unsafe impl plain::Plain for types::fn_slot {}
 
 /// Must match FNLAT_OPS in src/bpf/fnlat.h (FNLAT_SLOTS is `slots::SLOTS`).
 const OPS: usize = 16;
