@@ -57,12 +57,24 @@ struct {
 	__type(value, struct op_totals);
 } op_totals SEC(".maps");
 
+/* The histograms of the layers that have no filesystem type (syscall, VFS, block), by
+ * (generation * IOSTACK_OPS + op) * LAYERS + layer: a hashed 32-byte key per call was a third
+ * of sys_exit's time (benches/iostack-cost), and a hash of 1024 preallocated per-CPU
+ * histograms was 5.7 MB of kernel memory on 2 CPUs (2.9 MB per CPU). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * IOSTACK_OPS * LAYERS);
+	__type(key, __u32);
+	__type(value, struct hist);
+} op_layer_hists SEC(".maps");
+
+/* The filesystem layer, by filesystem type. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
+	__uint(max_entries, 2 * IOSTACK_OPS * IOSTACK_FS_TYPES);
 	__type(key, struct layer_key);
 	__type(value, struct hist);
-} layer_hists SEC(".maps");
+} fs_hists SEC(".maps");
 
 /* -P only; user space sizes it (1 entry otherwise). */
 struct {
@@ -152,29 +164,33 @@ static __always_inline long task_state(struct task_struct *t)
 
 /* ---- the scheduler -------------------------------------------------------------------------- */
 
+/* The scheduler's programs run for every task of the machine: the clock is read only once
+ * something is to be charged (most switches and wakeups concern no traced call). */
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 				     struct task_struct *next, long prev_state, bool typed)
 {
-	__u64 now = bpf_ktime_get_ns();
-	struct call_state *st;
+	struct call_state *out, *in;
 	bool runnable, iowait = false;
+	__u64 now;
 
 	close_mark();
 	if (!switch_has_state)
 		prev_state = task_state(prev);
 	/* TASK_RUNNING (0): preempted, or woken before it could sleep. */
 	runnable = preempt || prev_state == 0;
-	if (!runnable) {
+	if (!runnable)
 		iowait = in_iowait(prev, typed);
-		if (iowait)
-			io_wait_begins(IOSTACK_GET(typed, prev, pid), now);
-	}
-	st = call_of(prev, typed);
-	if (st)
-		call_switched_out(st, IOSTACK_GET(typed, prev, pid), runnable, iowait, now);
-	st = call_of(next, typed);
-	if (st)
-		call_switched_in(st, IOSTACK_GET(typed, next, pid), now);
+	out = call_of(prev, typed);
+	in = call_of(next, typed);
+	if (!iowait && !out && !in)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (iowait)
+		io_wait_begins(IOSTACK_GET(typed, prev, pid), now);
+	if (out)
+		call_switched_out(out, IOSTACK_GET(typed, prev, pid), runnable, iowait, now);
+	if (in)
+		call_switched_in(in, IOSTACK_GET(typed, next, pid), now);
 	return 0;
 }
 
@@ -189,16 +205,21 @@ static __always_inline int switch_args(__u64 *args, bool typed)
 static __always_inline int waking_args(__u64 *args, bool typed)
 {
 	struct task_struct *p = (struct task_struct *)args[0];
-	__u64 now = bpf_ktime_get_ns();
-	struct call_state *st;
 	__u32 tid = IOSTACK_GET(typed, p, pid);
+	bool iowait = in_iowait(p, typed);
+	struct call_state *st;
+	__u64 now;
 
-	if (in_iowait(p, typed))
-		io_wait_ends(tid, now);
 	st = call_of(p, typed);
-	if (!st || st->state != STATE_SLEEPING)
+	if (st && st->state != STATE_SLEEPING)
+		st = NULL;
+	if (!iowait && !st)
 		return 0;
-	call_sleep_ends(st, tid, live_mark(now), on_task_stack(), now);
+	now = bpf_ktime_get_ns();
+	if (iowait)
+		io_wait_ends(tid, now);
+	if (st)
+		call_sleep_ends(st, tid, live_mark(now), on_task_stack(), now);
 	return 0;
 }
 
@@ -232,12 +253,8 @@ static __always_inline bool bio_origin_call(struct bio_origin *o)
 	}
 	id = call_id(current_tid(), st->seq);
 	o->call = id;
-	if (!st->has_io) {
-		if (bpf_map_update_elem(&call_ios, &id, &call_io_zero, BPF_NOEXIST))
-			count_loss(LOSS_START_FULL);
-		else
-			st->has_io = 1;
-	}
+	if (!st->has_io && call_io_begin(id))
+		st->has_io = 1;
 	return true;
 }
 
@@ -425,14 +442,22 @@ static __always_inline bool file_selected(struct call_state *st, long ret)
 	return false;
 }
 
-static __always_inline void record_layer(__u32 op, __u32 layer, const char *fs, __u64 ns)
+static __always_inline void record_layer(__u32 op, __u32 layer, __u64 ns)
 {
-	struct layer_key k = {.gen = hist_gen & 1, .op = op, .layer = layer};
+	__u32 idx = ((hist_gen & 1) * IOSTACK_OPS + (op & (IOSTACK_OPS - 1))) * LAYERS + layer;
+	struct hist *h = bpf_map_lookup_elem(&op_layer_hists, &idx);
+
+	if (h)
+		hist_record_exclusive(h, ns);
+}
+
+static __always_inline void record_fs_layer(__u32 op, const char *fs, __u64 ns)
+{
+	struct layer_key k = {.gen = hist_gen & 1, .op = op, .layer = LAYER_FS};
 	struct hist *h;
 
-	if (fs)
-		__builtin_memcpy(k.fs, fs, sizeof(k.fs));
-	h = hist_get(&layer_hists, &k);
+	__builtin_memcpy(k.fs, fs, sizeof(k.fs));
+	h = hist_get(&fs_hists, &k);
 	if (h)
 		hist_record_exclusive(h, ns);
 }
@@ -542,17 +567,17 @@ static __always_inline int on_sys_exit(long id, long ret)
 	ios = st->ios;
 	cid = call_id(current_tid(), st->seq);
 	if (st->has_io) {
-		io = bpf_map_lookup_elem(&call_ios, &cid);
+		io = call_io_end(cid);
 		if (io)
 			ios += io->ios;
 	}
 	fd = op == open_op ? (__u64)ret : st->fd;
 	if (!file_selected(st, ret))
-		goto done;
+		return 0;
 	if (want_journeys) {
 		if (total >= slow_ns)
 			send_journey(st, io, total, ios, ret, fd);
-		goto done;
+		return 0;
 	}
 	idx = (hist_gen & 1) * IOSTACK_OPS + (op & (IOSTACK_OPS - 1));
 	t = bpf_map_lookup_elem(&op_totals, &idx);
@@ -563,19 +588,16 @@ static __always_inline int on_sys_exit(long id, long ret)
 		t->via_waker_ns += st->via_waker_ns;
 		t->ios += ios;
 	}
-	record_layer(op, LAYER_SYSCALL, NULL, total);
+	record_layer(op, LAYER_SYSCALL, total);
 	if (st->layer_ns[0])
-		record_layer(op, LAYER_VFS, NULL, st->layer_ns[0]);
+		record_layer(op, LAYER_VFS, st->layer_ns[0]);
 	if (st->layer_ns[1])
-		record_layer(op, LAYER_FS, st->fs, st->layer_ns[1]);
+		record_fs_layer(op, st->fs, st->layer_ns[1]);
 	io_wait = st->parts[PART_IO_QUEUE] + st->parts[PART_IO_DEVICE] + st->parts[PART_OTHERS_IO];
 	if (io_wait || ios)
-		record_layer(op, LAYER_BLOCK, NULL, io_wait);
+		record_layer(op, LAYER_BLOCK, io_wait);
 	if (per_process)
 		record_process(st, total, ios);
-done:
-	if (io)
-		bpf_map_delete_elem(&call_ios, &cid);
 	return 0;
 }
 

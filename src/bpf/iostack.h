@@ -22,7 +22,11 @@ enum layer {
 	LAYER_VFS = 1,
 	LAYER_FS = 2,
 	LAYER_BLOCK = 3,   /* the call's time waiting for I/O (the breakdown's three I/O parts) */
+	LAYERS = 4,
 };
+
+/* Filesystem types a run's filesystem layer can tell apart, per operation. */
+#define IOSTACK_FS_TYPES 8
 
 /* Per operation, what its calls that ended in an interval add up to. */
 struct op_totals {

@@ -55,7 +55,7 @@ struct call_state {
 	__u8 op;            /* 1 + index of the traced operation */
 	__u8 state;         /* enum call_state_kind */
 	__u8 iowait;        /* the sleep in progress is an I/O wait (in_iowait) */
-	__u8 has_io;        /* it submitted a bio: call_io[id] exists */
+	__u8 has_io;        /* it submitted a bio: its thread's call_io is its own */
 	__u8 woken_part;    /* STATE_WOKEN: the part that ended the sleep */
 	__u8 pad[3];
 	__u32 ios;          /* requests it waited for that were not its own */
@@ -66,9 +66,13 @@ struct call_state {
 	struct req_seen reqs[CALL_REQS];
 };
 
-/* The requests a call submitted, reached from the completion's context by call id. Created at
- * the call's first bio, removed when it returns. */
+/* The requests a call submitted, reached from the completion's context by call id. One entry
+ * per thread (by tid), taken over in place by each of its calls that submits a bio (call_io_begin)
+ * and let go when the call returns (live 0): a hash insert at a call's first bio and a delete at
+ * its return cost more than the rest of the two programs together (benches/iostack-cost). */
 struct call_io {
+	__u32 seq;          /* the call whose requests these are (call_state.seq) */
+	__u32 live;         /* that call is in progress */
 	__u64 sleep_start;  /* the call's sleep in progress (0: not sleeping) */
 	/* The time during that sleep when one of its requests was on the device, in completion
 	 * order: closed runs, and the run in progress [run_start, run_end]. */
@@ -81,10 +85,12 @@ struct call_io {
 	struct req_seen reqs[CALL_REQS];
 };
 
+/* By tid. LRU: the entries of threads that are gone age out (there is no exit hook in task
+ * storage mode). An entry evicted while its call is in progress is counted (call_io_end). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u64);
+	__type(key, __u32);
 	__type(value, struct call_io);
 } call_ios SEC(".maps");
 
@@ -93,6 +99,51 @@ const struct call_io call_io_zero = {};
 static __always_inline __u64 call_id(__u32 tid, __u32 seq)
 {
 	return ((__u64)tid << 32) | seq;
+}
+
+/* The requests of call `id` while it is in progress, or NULL. */
+static __always_inline struct call_io *call_io_of(__u64 id)
+{
+	__u32 tid = id >> 32;
+	struct call_io *io = bpf_map_lookup_elem(&call_ios, &tid);
+
+	return io && io->live && io->seq == (__u32)id ? io : NULL;
+}
+
+/* Call `id` submits its first bio: its thread's entry is now its own. False if the map refused
+ * (counted). */
+static __always_inline bool call_io_begin(__u64 id)
+{
+	__u32 tid = id >> 32;
+	struct call_io *io = bpf_map_lookup_elem(&call_ios, &tid);
+
+	if (!io) {
+		if (bpf_map_update_elem(&call_ios, &tid, &call_io_zero, BPF_ANY) ||
+		    !(io = bpf_map_lookup_elem(&call_ios, &tid))) {
+			count_loss(LOSS_START_FULL);
+			return false;
+		}
+	}
+	io->live = 0;
+	io->sleep_start = io->closed = io->floor = io->run_start = io->run_end = 0;
+	io->ios = io->nreq = 0;
+	io->seq = (__u32)id;
+	io->live = 1;
+	return true;
+}
+
+/* Call `id`, which submitted a bio, returns: its requests, or NULL if its entry was evicted
+ * while it ran (counted as a start the map could not keep). Its requests that end from now
+ * on are no call's own. */
+static __always_inline struct call_io *call_io_end(__u64 id)
+{
+	struct call_io *io = call_io_of(id);
+
+	if (!io)
+		count_loss(LOSS_START_FULL);
+	else
+		io->live = 0;
+	return io;
 }
 
 /* Adds [a, b] (device time of one request, clipped to the sleep) to the union. Requests come
@@ -165,7 +216,7 @@ static __always_inline bool own_request_ended(struct completion_mark *m, __u64 n
 
 	if (m->origin != ORIGIN_CALL)
 		return false;
-	io = bpf_map_lookup_elem(&call_ios, &m->call);
+	io = call_io_of(m->call);
 	if (!io)
 		return false;
 	__sync_fetch_and_add(&io->ios, 1);
@@ -182,7 +233,6 @@ static __always_inline void call_switched_out(struct call_state *st, __u32 tid, 
 					      bool iowait, __u64 now)
 {
 	struct call_io *io;
-	__u64 id;
 
 	charge(st, PART_CPU, now);
 	if (runnable) {
@@ -193,8 +243,7 @@ static __always_inline void call_switched_out(struct call_state *st, __u32 tid, 
 	st->iowait = iowait;
 	if (!st->has_io)
 		return;
-	id = call_id(tid, st->seq);
-	io = bpf_map_lookup_elem(&call_ios, &id);
+	io = call_io_of(call_id(tid, st->seq));
 	if (io) {
 		io->sleep_start = st->last;
 		io->closed = io->floor = io->run_start = io->run_end = 0;
@@ -209,7 +258,6 @@ static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 	__u64 s = st->last, len, dev = 0, ov, a, b;
 	struct call_io *io = NULL;
 	struct req_seen r;
-	__u64 id;
 
 	now = advance(st, now);
 	len = now - s;
@@ -217,8 +265,7 @@ static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 	st->woken_part = PART_SLEEP;
 	st->last = now;
 	if (st->has_io) {
-		id = call_id(tid, st->seq);
-		io = bpf_map_lookup_elem(&call_ios, &id);
+		io = call_io_of(call_id(tid, st->seq));
 		if (io)
 			io->sleep_start = 0;
 	}

@@ -30,7 +30,7 @@ use crate::common::load::{
 use crate::common::losses::{
     read_kernel_losses, Loss, LossEvent, LossTally, Noun, SkippedRuns, CALLS,
 };
-use crate::common::report::hist::Unit;
+use crate::common::report::hist::{LatencyHistogram, RawHist, Unit};
 use crate::common::report::local_hms;
 use crate::common::run::filter::TaskFilter;
 use crate::common::run::threshold::describe_threshold;
@@ -40,26 +40,26 @@ use journey::{Journey, JourneyIo};
 use plan::IostackPlan;
 use report::{IostackReport, Layer, OpReport, ProcessRow};
 
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/iostack.skel.rs"));
-}
+crate::bpf_skeleton!(
+    "iostack",
+    task_filter,
+    rq_bits,
+    fn_slot,
+    op_totals,
+    layer_key,
+    proc_key,
+    proc_totals,
+    journey
+);
 use skel::{types, IostackSkel, IostackSkelBuilder};
-
-// SAFETY: repr(C) structs of integers and bytes; any bit pattern is valid.
-unsafe impl plain::Plain for types::task_filter {}
-unsafe impl plain::Plain for types::rq_bits {}
-unsafe impl plain::Plain for types::fn_slot {}
-unsafe impl plain::Plain for types::op_totals {}
-unsafe impl plain::Plain for types::layer_key {}
-unsafe impl plain::Plain for types::proc_key {}
-unsafe impl plain::Plain for types::proc_totals {}
-unsafe impl plain::Plain for types::journey {}
 
 pub const NAME: &str = "iostack";
 
 /// Must match IOSTACK_OPS and IOSTACK_DISK_DEVS in src/bpf/iostack.h.
 const OPS: u32 = 8;
 const DISK_DEVS: usize = 16;
+/// Must match LAYERS in src/bpf/iostack.h: syscall, VFS, filesystem, block.
+const LAYERS: u32 = 4;
 /// Journeys are big (a few hundred bytes): 4 MiB holds thousands, seconds of slack.
 const RINGBUF_BYTES: u32 = 4 << 20;
 const PROC_ENTRIES: u32 = 8192;
@@ -422,7 +422,15 @@ impl IntervalTool for Iostack {
             add_op_totals,
             |t| t.calls > 0,
         )?;
-        let hists = drain_generation(&maps.layer_hists, gen)?;
+        let layer_hists = drain_percpu_array(
+            &maps.op_layer_hists,
+            gen,
+            OPS * LAYERS,
+            RawHist::zeroed(),
+            RawHist::add,
+            |h| h.count > 0,
+        )?;
+        let fs_hists = drain_generation(&maps.fs_hists, gen)?;
         let procs = match self.opts.per_process {
             true => Some(drain_percpu_hash(
                 &maps.proc_totals,
@@ -445,17 +453,24 @@ impl IntervalTool for Iostack {
                 layers: Vec::new(),
             })
             .collect();
-        for (key_bytes, hist) in hists {
+        let mut hists = Vec::with_capacity(layer_hists.len() + fs_hists.len());
+        for (i, raw) in layer_hists {
+            let layer = match i % LAYERS {
+                0 => Layer::Syscall,
+                1 => Layer::Vfs,
+                3 => Layer::Block,
+                _ => continue, // the filesystem layer lives in fs_hists
+            };
+            hists.push((i / LAYERS, layer, LatencyHistogram::from(raw)));
+        }
+        for (key_bytes, hist) in fs_hists {
             let mut key = types::layer_key::default();
             plain::copy_from_bytes(&mut key, &key_bytes)
                 .map_err(|e| anyhow!("bad layer key: {e:?}"))?;
-            let layer = match key.layer {
-                0 => Layer::Syscall,
-                1 => Layer::Vfs,
-                2 => Layer::Fs(c_str(&key.fs)),
-                _ => Layer::Block,
-            };
-            let name = self.opts.op_name(key.op);
+            hists.push((key.op, Layer::Fs(c_str(&key.fs)), hist));
+        }
+        for (op, layer, hist) in hists {
+            let name = self.opts.op_name(op);
             if let Some(op) = ops.iter_mut().find(|o| o.op == name) {
                 op.layers.push((layer, hist));
             }
