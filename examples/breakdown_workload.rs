@@ -24,9 +24,10 @@
 //! The first figures are read while the reader sleeps in its first read (`direct`, `buffered`:
 //! the main thread first reads a block of PATH itself, which spends a throttle's allowance, so
 //! that the reader's first read waits), and the spinner starts only then; the last figures once it has
-//! made its last read. So the count starts inside its calls, and neither a wait for a CPU
-//! outside them (after the wakeup that starts the reader) nor one inside its first read before
-//! it sleeps is in the kernel's figures and not in a tracer's, or the other way round.
+//! made its last read, the spinner stopped by the reader as soon as that read returns. So the
+//! count starts inside its calls, and neither a wait for a CPU outside them (after the wakeup
+//! that starts the reader, or after its last read) nor one inside its first read before it
+//! sleeps is in the kernel's figures and not in a tracer's, or the other way round.
 
 use std::ffi::CString;
 use std::io::Write;
@@ -222,6 +223,7 @@ fn main() {
     let (tx, rx) = std::sync::mpsc::channel();
     let reader = {
         let (start, done, read) = (start.clone(), done.clone(), read.clone());
+        let stop = stop.clone();
         let prime_path = c_path.clone();
         thread::spawn(move || {
             if spin {
@@ -256,6 +258,11 @@ fn main() {
                     die(format!("pread: {}", std::io::Error::last_os_error()));
                 }
             }
+            // The spinner stops the moment the calls are over: at nice 10 the reader loses its
+            // CPU to the spinner at any tick, and a spinner's turn taken between the last read
+            // and the last figures is a wait the kernel counts and no tracer of calls does (42
+            // ms of it seen under TCG on 6.1, 2026-11-25).
+            stop.store(true, Ordering::Relaxed);
             done.wait();
             read.wait();
             // SAFETY: allocated above with this layout.
