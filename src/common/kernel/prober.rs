@@ -84,11 +84,11 @@ pub struct Prober {
 
 /// The kernel's named types by a hash of their name, built at the first lookup. libbpf's
 /// btf__find_by_name compares the name with every type of vmlinux in turn, and planning
-/// iostack asks for about a hundred names (functions, structs, enums, tracepoints): those scans
-/// were a fifth of its start (perf record of `iostack --explain` on the CI host, 2026-11-25:
-/// strcmp, btf__str_by_offset and btf_find_by_name_kind). With the index, `iostack --explain`
-/// (which loads and attaches) took 181 ms instead of 241 (medians of 8 alternating runs). 16
-/// bytes per named type; the names stay in the BTF.
+/// iostack asks for every function, tracepoint, struct field and enum it may use: those scans
+/// were about a fifth of its CPU time at start (perf record of `iostack --explain` on the CI
+/// host, 2026-11-25: strcmp, btf__str_by_offset and btf_find_by_name_kind). With the index,
+/// `iostack --explain` (which loads and attaches) took 181 ms instead of 241 (medians of 8
+/// alternating runs). 16 bytes per named type; the names stay in the BTF.
 struct NameIndex(Vec<(u64, u32)>);
 
 fn name_hash(name: &[u8]) -> u64 {
