@@ -58,15 +58,25 @@ with_helper() {
     shift
   done
   shift
+  # Another tool's check may have used the name: its output is no answer of ours.
+  : >"$IOSTACK_WORK/$_name.out"
+  : >"$IOSTACK_WORK/$_name.err"
   # shellcheck disable=SC2086 # the arguments are words on purpose
   "$bw" $_wargs >"$IOSTACK_WORK/$_name.wl" &
   _wpid=$!
+  # Up to 60 s for its first line (a 20 s wait ran out once under TCG in CI, 2026-11-25, with
+  # nothing in the log to say why: what it did print, and whether it lives, is logged now).
   _i=0
-  while ! grep -qs '^ready' "$IOSTACK_WORK/$_name.wl" && [ $_i -lt 400 ]; do
+  while ! grep -qs '^ready' "$IOSTACK_WORK/$_name.wl" && [ $_i -lt 1200 ]; do
     sleep 0.05
     _i=$((_i + 1))
   done
   _tid=$(awk '/^ready/ { print $3 }' "$IOSTACK_WORK/$_name.wl")
+  if [ -z "$_tid" ]; then
+    _alive=exited
+    pid_alive "$_wpid" && _alive="alive, state $(awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$_wpid/stat")"
+    log "$_name: breakdown_workload $_wargs printed no ready line in 60 s ($_alive): $(head -c 200 "$IOSTACK_WORK/$_name.wl")"
+  fi
   if [ -z "$_tid" ] || ! tool_start "$_name" -j --tid "$_tid" "$@"; then
     kill -KILL "$_wpid" 2>/dev/null
     return 1
