@@ -186,29 +186,32 @@ impl Prober {
         self.btf.as_libbpf_object().as_ptr()
     }
 
-    /// The first type called `name` of the kind K (through the name index).
+    /// The ids of the types called `name` in vmlinux, through the name index.
+    fn ids_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = u32> + 'a {
+        let btf = self.raw_btf();
+        self.names
+            .get_or_init(|| NameIndex::build(btf))
+            .ids(btf, name)
+    }
+
+    /// The first type called `name` of the kind K.
     fn type_named<'s, K>(&'s self, name: &str) -> Option<K>
     where
         K: TryFrom<BtfType<'s>>,
     {
-        let btf = self.raw_btf();
-        let index = self.names.get_or_init(|| NameIndex::build(btf));
-        let found = index
-            .ids(btf, name)
+        let found = self
+            .ids_named(name)
             .find_map(|id| self.btf.type_by_id::<K>(TypeId::from(id)));
         found
     }
 
     /// The id of the function called `name` in vmlinux.
     fn function_id(&self, name: &str) -> Option<u32> {
-        let btf = self.raw_btf();
-        let index = self.names.get_or_init(|| NameIndex::build(btf));
-        let found = index.ids(btf, name).find(|&id| {
+        self.ids_named(name).find(|&id| {
             self.btf
                 .type_by_id::<libbpf_rs::btf::types::Func>(TypeId::from(id))
                 .is_some()
-        });
-        found
+        })
     }
 
     /// Where tracefs is mounted, if it is.
