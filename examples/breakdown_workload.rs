@@ -2,12 +2,18 @@
 //! per-thread accounting says about them.
 //!
 //! `breakdown_workload direct|cached|buffered PATH N [--cgroup DIR] [--spin]`
+//! `breakdown_workload pipe MS N`
 //!
 //! - `direct`: N O_DIRECT 4 KiB pread() of PATH (a disk or a file), at blocks 0, 1, 2...
 //! - `cached`: PATH is read through once first (so it is cached), then N 4 KiB pread() at 0.
 //! - `buffered`: one read() of N bytes of PATH through the page cache, dropped from it first
 //!   (POSIX_FADV_DONTNEED): with readahead off (the disk's `queue/read_ahead_kb` 0), one call
 //!   that waits for one 4 KiB request after another, with nothing outside it in between.
+//! - `pipe`: N read() of one byte of a pipe, each written by the main thread MS milliseconds
+//!   after the reader has gone to sleep in that read (seen in its /proc/.../syscall), so that
+//!   every read sleeps at least MS: a writer that starts its clock when the reads start lets
+//!   each read sleep MS less the reader's own way into it (149.5 ms for 3 x 50 ms, seen under
+//!   TCG on 6.12, 2026-11-25).
 //! - `--cgroup DIR`: the process moves into that cgroup (its `cgroup.procs`) first, e.g. one
 //!   whose blkio throttle slows PATH's disk.
 //! - `--spin`: a thread spins on the reader's CPU (both pinned to it), and the reader runs at
@@ -23,11 +29,14 @@
 //!
 //! The first figures are read while the reader sleeps in its first read (`direct`, `buffered`:
 //! the main thread first reads a block of PATH itself, which spends a throttle's allowance, so
-//! that the reader's first read waits), and the spinner starts only then; the last figures once it has
-//! made its last read, the spinner stopped by the reader as soon as that read returns. So the
-//! count starts inside its calls, and neither a wait for a CPU outside them (after the wakeup
-//! that starts the reader, or after its last read) nor one inside its first read before it
-//! sleeps is in the kernel's figures and not in a tracer's, or the other way round.
+//! that the reader's first read waits), and the spinner starts only then; the last figures once
+//! it has made its last read, the spinner stopped while it waits for its last request (the
+//! disk's count of reads done tells which it waits for). So the count starts inside its calls,
+//! and no wait for a CPU outside them is in the kernel's figures and not in a tracer's: not
+//! after the wakeup that starts the reader, and not on its way out of its last read (at nice
+//! 10 the reader is past its slice there, and the kernel counts a spinner's whole turn before it
+//! returns to user space, after the call: 42 ms of it seen under TCG on 6.1 and 5.10,
+//! 2026-11-25, when the reader stopped the spinner itself after its last read).
 
 use std::ffi::CString;
 use std::io::Write;
@@ -129,46 +138,115 @@ fn spend_allowance(path: &CString, block: u64) {
     }
 }
 
-/// Waits (up to 10 s) until the thread sleeps uninterruptibly: in its first read's I/O wait.
-fn wait_in_io(pid: u32, tid: i32) {
-    let stat = format!("/proc/{pid}/task/{tid}/stat");
+/// The thread's state letter and how many times it has gone to sleep (voluntary context
+/// switches), from one read of its /proc status.
+fn sleep_state(pid: u32, tid: i32) -> (char, u64) {
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    let state = field("State:").and_then(|v| v.chars().next());
+    let sleeps = field("voluntary_ctxt_switches:").and_then(|v| v.parse().ok());
+    (state.unwrap_or('?'), sleeps.unwrap_or(0))
+}
+
+/// Polls `ready` every 100 us for up to 10 s; its value once it has one.
+fn poll<T>(what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
     for _ in 0..100_000 {
-        let s = std::fs::read_to_string(&stat).unwrap_or_default();
-        let state = s[s.rfind(')').map_or(0, |i| i + 2)..].chars().next();
-        if state == Some('D') {
-            return;
+        if let Some(v) = ready() {
+            return v;
         }
         std::thread::sleep(std::time::Duration::from_micros(100));
     }
-    die(format!("thread {tid} never slept in its reads"));
+    die(format!("waited 10 s for {what}"))
+}
+
+/// The kernel's figures for the thread, read once `late_enough` and while it sleeps
+/// uninterruptibly (in a wait for I/O) with the same count of sleeps just before and just
+/// after: so no wait for a CPU is counted in part.
+fn accounting_asleep(pid: u32, tid: i32, late_enough: impl Fn() -> bool) -> Accounting {
+    poll(&format!("thread {tid} to sleep for I/O"), || {
+        let (state, sleeps) = sleep_state(pid, tid);
+        if state != 'D' || !late_enough() {
+            return None;
+        }
+        let figures = accounting(pid, tid);
+        (sleep_state(pid, tid) == (state, sleeps)).then_some(figures)
+    })
+}
+
+/// Reads completed by the disk at `path` (its /sys/dev/block/MAJ:MIN/stat).
+fn disk_reads(path: &str) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let rdev = std::fs::metadata(path)
+        .unwrap_or_else(|e| die(format!("{path}: {e}")))
+        .rdev();
+    let stat = format!(
+        "/sys/dev/block/{}:{}/stat",
+        libc::major(rdev),
+        libc::minor(rdev)
+    );
+    std::fs::read_to_string(&stat)
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| die(format!("{path} is no disk (--spin needs one): no {stat}")))
+}
+
+/// Waits until the thread sleeps in a read() of `fd`, having gone to sleep more than `after`
+/// times (a thread being woken still names its call, so the read it slept in then is not taken
+/// for the next); returns how many times it has.
+fn wait_in_read(pid: u32, tid: i32, fd: i32, after: u64) -> u64 {
+    // Only a sleeping thread's call is named there ("NR 0xARG0 ..."); else "running".
+    let syscall = format!("/proc/{pid}/task/{tid}/syscall");
+    let reading = format!("{} {:#x} ", libc::SYS_read, fd);
+    poll(&format!("thread {tid} to sleep in its read"), || {
+        let now = std::fs::read_to_string(&syscall).unwrap_or_default();
+        let (_, n) = sleep_state(pid, tid);
+        (now.starts_with(&reading) && n > after).then_some(n)
+    })
+}
+
+/// A pipe's two ends.
+fn pipe() -> (i32, i32) {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe writes two descriptors into the array we pass.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        die(format!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    (fds[0], fds[1])
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let usage = || {
-        die(
-            "usage: breakdown_workload direct|cached|buffered PATH N [--cgroup DIR] [--spin]"
-                .into(),
-        )
+        die("usage: breakdown_workload direct|cached|buffered PATH N [--cgroup DIR] [--spin]\n       breakdown_workload pipe MS N".into())
     };
     let (Some(mode), Some(path), Some(n)) = (args.get(1), args.get(2), args.get(3)) else {
         usage()
     };
     let n: u64 = n.parse().unwrap_or_else(|_| usage());
-    let (direct, buffered) = match mode.as_str() {
-        "direct" => (true, false),
-        "cached" => (false, false),
-        "buffered" => (false, true),
+    let (direct, buffered, piped) = match mode.as_str() {
+        "direct" => (true, false, false),
+        "cached" => (false, false, false),
+        "buffered" => (false, true, false),
+        "pipe" => (false, false, true),
         _ => usage(),
     };
     // Modes whose reads wait for the disk: the first figures are read in the first wait.
     let waits = direct || buffered;
+    // How many times the reader waits for the disk: once a read, or once a 4 KiB request of the
+    // one buffered read (readahead off).
+    let io_waits = if buffered { n.div_ceil(4096) } else { n };
     let mut spin = false;
     let mut rest = args[4..].iter();
     while let Some(a) = rest.next() {
         match a.as_str() {
             "--spin" => spin = true,
-            "--cgroup" => {
+            "--cgroup" if !piped => {
                 let dir = rest.next().unwrap_or_else(|| usage());
                 std::fs::write(
                     format!("{dir}/cgroup.procs"),
@@ -180,20 +258,25 @@ fn main() {
         }
     }
     let c_path = CString::new(path.as_bytes()).unwrap_or_else(|_| usage());
-    let flags = libc::O_RDONLY | if direct { libc::O_DIRECT } else { 0 };
-    // SAFETY: open on a C string we own.
-    let fd = unsafe { libc::open(c_path.as_ptr(), flags) };
-    if fd < 0 {
-        die(format!("open {path}: {}", std::io::Error::last_os_error()));
-    }
-    if !waits {
+    let (fd, pipe_in, pipe_ms) = if piped {
+        let (r, w) = pipe();
+        (r, w, path.parse::<u64>().unwrap_or_else(|_| usage()))
+    } else {
+        let flags = libc::O_RDONLY | if direct { libc::O_DIRECT } else { 0 };
+        // SAFETY: open on a C string we own.
+        let fd = unsafe { libc::open(c_path.as_ptr(), flags) };
+        if fd < 0 {
+            die(format!("open {path}: {}", std::io::Error::last_os_error()));
+        }
+        (fd, -1, 0)
+    };
+    if !waits && !piped {
         let _ = std::fs::read(path);
     }
     if buffered {
         // SAFETY: advice on our own descriptor.
         unsafe { libc::posix_fadvise(fd, 0, n as i64, libc::POSIX_FADV_DONTNEED) };
     }
-
     // SIGUSR1 is waited for with sigwaitinfo, in every thread blocked.
     // SAFETY: sigset manipulation on a zeroed sigset_t we own.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -223,7 +306,6 @@ fn main() {
     let (tx, rx) = std::sync::mpsc::channel();
     let reader = {
         let (start, done, read) = (start.clone(), done.clone(), read.clone());
-        let stop = stop.clone();
         let prime_path = c_path.clone();
         thread::spawn(move || {
             if spin {
@@ -254,15 +336,15 @@ fn main() {
             for i in 0..if buffered { 0 } else { n } {
                 let off = if direct { (i * 4096) as i64 } else { 0 };
                 // SAFETY: reads at most 4096 bytes into the buffer we allocated.
-                if unsafe { libc::pread(fd, buf.cast(), 4096, off) } < 0 {
-                    die(format!("pread: {}", std::io::Error::last_os_error()));
+                let got = if piped {
+                    unsafe { libc::read(fd, buf.cast(), 1) }
+                } else {
+                    unsafe { libc::pread(fd, buf.cast(), 4096, off) }
+                };
+                if got < 0 {
+                    die(format!("read: {}", std::io::Error::last_os_error()));
                 }
             }
-            // The spinner stops the moment the calls are over: at nice 10 the reader loses its
-            // CPU to the spinner at any tick, and a spinner's turn taken between the last read
-            // and the last figures is a wait the kernel counts and no tracer of calls does (42
-            // ms of it seen under TCG on 6.1, 2026-11-25).
-            stop.store(true, Ordering::Relaxed);
             done.wait();
             read.wait();
             // SAFETY: allocated above with this layout.
@@ -280,13 +362,34 @@ fn main() {
     if waits {
         spend_allowance(&c_path, n.max(1 << 20) / 4096 + 64);
     }
+    // The disk's count before any of the reader's requests.
+    let reads_before = if spin && waits { disk_reads(path) } else { 0 };
     start.wait();
-    if waits {
-        wait_in_io(pid, reader_tid);
-    }
-    let before = accounting(pid, reader_tid);
+    let before = if waits {
+        accounting_asleep(pid, reader_tid, || true)
+    } else {
+        accounting(pid, reader_tid)
+    };
     if spin {
         spin_start.wait();
+    }
+    let mut slept = 0;
+    for _ in 0..if piped { n } else { 0 } {
+        slept = wait_in_read(pid, reader_tid, fd, slept);
+        thread::sleep(std::time::Duration::from_millis(pipe_ms));
+        // SAFETY: writing one byte from a static to our pipe.
+        if unsafe { libc::write(pipe_in, b"x".as_ptr().cast(), 1) } != 1 {
+            die(format!("write: {}", std::io::Error::last_os_error()));
+        }
+    }
+    if spin && waits {
+        // The spinner stops once the disk has done all but the reader's last request: so its
+        // last wakeup, and its way out of its last read, wait for no spinner (see above).
+        let last = reads_before + io_waits - 1;
+        poll("the disk to do all but the last request", || {
+            (disk_reads(path) >= last).then_some(())
+        });
+        stop.store(true, Ordering::Relaxed);
     }
     done.wait();
     let after = accounting(pid, reader_tid);

@@ -103,7 +103,8 @@ fn main() {
     go.wait();
 
     let mut byte = [0u8; 1];
-    // Pipe reads first, so each waits one full PIPE_SLEEP_MS for the writer.
+    // Pipe reads first, each waiting for the writer's PIPE_SLEEP_MS less the reader's own way
+    // into the read (breakdown_workload's `pipe` waits a full MS, for iostack's tests).
     for _ in 0..pipe_reads {
         check(
             unsafe { libc::read(pipe_fds[0], byte.as_mut_ptr().cast(), 1) },

@@ -167,9 +167,9 @@ fn cached_reads_spend_their_time_on_cpu_and_wait_for_no_io() {
 fn a_pipe_read_whose_writer_waits_is_other_sleep_not_io() {
     let _g = serial();
     require_root();
-    // Three reads of a pipe whose writer thread sleeps 50 ms before each write.
-    let helper = Helper::start("syscall_workload", &["0", "0", "0", "0", "0", "3", "50"]);
-    let tool = Running::start("iostack", &["-p", &helper.pid.to_string(), "-j"]);
+    // Three reads of a pipe, each written 50 ms after the reader has gone to sleep in it.
+    let helper = Helper::start("breakdown_workload", &["pipe", "50", "3"]);
+    let tool = Running::start("iostack", &["--tid", &helper.ready[0], "-j"]);
     helper.run();
     let (code, out, err) = tool.interrupt();
     assert_eq!(code, 0, "{err}");

@@ -166,6 +166,9 @@ if throttle_reads "$fast" 20; then
   # after the other inside one call (see tests/iostack.rs for why not 20 calls).
   echo 1 >/proc/sys/kernel/task_delayacct 2>/dev/null
   echo 1 >/proc/sys/kernel/sched_schedstats 2>/dev/null
+  # The kernel's run_delay is read on its scheduler clock, ours on the clocksource: one clock
+  # only where the TSC is both (stable), which is what the allowance below assumes.
+  log "clocks: clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null); $(dmesg 2>/dev/null | grep -i 'tsc' | grep -i 'unstable\|reliable\|sched_clock' | head -3 | tr '\n' ';')"
   ra=$(cat "/sys/block/$fast/queue/read_ahead_kb")
   echo 0 >"/sys/block/$fast/queue/read_ahead_kb"
   if with_helper agree buffered "/dev/$fast" 81920 --cgroup "$cg" --spin --; then
@@ -177,11 +180,10 @@ if throttle_reads "$fast" 20; then
     elapsed=$(kernel_figure agree elapsed_ns)
     exec=$(kernel_figure agree exec_ns)
     # The run queue's clock is read once per scheduling event (see tests/iostack.rs): its
-    # granularity per timeslice, larger under TCG, where the guest's scheduler clock (the
-    # emulated TSC, unstable, filtered against the clocksource every tick) and ours (the
-    # clocksource) are not one clock. A clock tick of delay accounting is 10 ms. Seen under
-    # TCG on 2026-11-25: 95 us per timeslice (6.12), 220 us (6.1, our figure the larger):
-    # 400 us allowed.
+    # granularity per timeslice, larger under TCG. The guest boots with tsc=reliable, so that
+    # the scheduler's clock and ours are one (tests/vm/run-matrix): 14 us per timeslice (5.10),
+    # 94 us (6.1) on 2026-11-25; without it, two clocks, up to 405 us. A clock tick of delay
+    # accounting is 10 ms. 400 us allowed.
     per=${IOSTACK_SCHED_EVENT_NS:-400000}
     slack=$((slices * per))
     dr=$((runq - delay))
@@ -236,9 +238,9 @@ else
 fi
 rm -f "$IOSTACK_WORK/cached.dat"
 
-# --- a pipe whose writer waits 50 ms: other sleep, no I/O ------------------------------------
+# --- a pipe written 50 ms after its reader sleeps: other sleep, no I/O -----------------------
 
-if traced_by "$helpers/syscall_workload" pipe 0 0 0 0 0 3 50 --; then
+if with_helper pipe pipe 50 3 --; then
   sleep_ns=$(op_field pipe read breakdown.other_sleep_ns)
   io=$(io_of pipe read)
   detail="3 reads: calls $(op_field pipe read calls), other sleep $sleep_ns ns, I/O $io"
