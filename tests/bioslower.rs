@@ -291,7 +291,7 @@ fn unknown_disk_is_a_one_line_error() {
 fn unprivileged_run_is_a_one_line_error() {
     let out = run_unprivileged("bioslower", &[]);
     let err = assert_one_line_error(&out, "bioslower");
-    assert!(err.contains("needs root"), "{err}");
+    assert!(err.contains("lacks CAP_BPF and CAP_PERFMON"), "{err}");
 }
 
 /// Submission timing needs fentry/fexit or kprobes; this kernel's answer decides what to expect.

@@ -85,6 +85,6 @@ fn a_bad_interval_is_a_one_line_error() {
 fn unprivileged_runs_are_one_line_errors() {
     for tool in ["vfslat", "ext4lat"] {
         let err = assert_one_line_error(&run_unprivileged(tool, &[]), tool);
-        assert!(err.contains("needs root"), "{err}");
+        assert!(err.contains("lacks CAP_BPF and CAP_PERFMON"), "{err}");
     }
 }

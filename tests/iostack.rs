@@ -457,7 +457,7 @@ fn bad_input_is_a_one_line_error() {
     }
     let out = run_unprivileged("iostack", &[]);
     let err = assert_one_line_error(&out, "iostack");
-    assert!(err.contains("needs root"), "{err}");
+    assert!(err.contains("lacks CAP_BPF and CAP_PERFMON"), "{err}");
 }
 
 #[test]

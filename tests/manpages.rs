@@ -33,6 +33,8 @@ fn every_tool_has_a_man_page_listing_its_options() {
             .split_whitespace()
             .filter(|w| w.starts_with("--") && w.len() > 2)
             .map(|w| w.trim_end_matches([',', '.']))
+            // An optional value: `--per-cgroup[=<DEPTH>]`.
+            .map(|w| w.split(['[', '=']).next().unwrap_or(w))
             .collect();
         assert!(longs.len() >= 5, "{tool}: options in --help: {longs:?}");
         for long in longs {

@@ -8,6 +8,7 @@ use iostack::common::block::disk::DiskFilter;
 use iostack::common::block::StampChoice;
 use iostack::common::report::hist::Unit;
 use iostack::common::run;
+use iostack::common::run::filter::{CgroupArgs, PerCgroupArgs};
 use iostack::tools::biolat::{Biolat, BiolatOptions};
 
 const ABOUT: &str = "Summarize block device I/O latency as histograms";
@@ -19,6 +20,8 @@ const EXAMPLES: &str = "Examples:
   biolat -Q              include OS queue time (from when the request is first accounted)
   biolat -D -F           a histogram per disk and per operation/flags
   biolat -d nvme0n1      only this disk
+  biolat --cgroup system.slice/postgresql.service   only I/O charged to this cgroup
+  biolat --per-cgroup    a histogram per service or container the I/O is charged to
   biolat -j 5            one JSON object every 5 seconds
   biolat --explain -Q    which kernel hooks would be used, and why";
 
@@ -46,6 +49,12 @@ struct BiolatArgs {
     /// keep them, one program per I/O)
     #[arg(long, value_enum, default_value_t = StampChoice::Auto)]
     stamps: StampChoice,
+
+    #[command(flatten)]
+    cgroup: CgroupArgs,
+
+    #[command(flatten)]
+    per_cgroup: PerCgroupArgs,
 }
 
 fn main() -> ExitCode {
@@ -58,6 +67,8 @@ fn main() -> ExitCode {
             unit: Unit::from_millis_flag(common.milliseconds),
             explain: common.explain,
             stamps: args.stamps,
+            cgroup: args.cgroup.resolve()?,
+            per_cgroup: args.per_cgroup.per_cgroup_depth()?,
         })
     })
 }

@@ -7,7 +7,7 @@ use clap::Args;
 
 use iostack::common::block::disk::DiskFilter;
 use iostack::common::report::hist::Unit;
-use iostack::common::run::filter::TaskFilter;
+use iostack::common::run::filter::TaskArgs;
 use iostack::common::run::threshold::parse_threshold;
 use iostack::common::run::{self, cli, error, Style};
 use iostack::tools::iostack::{Iostack, IostackOptions, NAME};
@@ -29,17 +29,8 @@ const EXAMPLES: &str = "Examples:
 /// iostack's own arguments (the runner adds -T -m -j --explain -v [interval [count]]).
 #[derive(Args, Debug)]
 struct IostackArgs {
-    /// Trace only this process (all its threads)
-    #[arg(short = 'p', long, value_name = "PID")]
-    pid: Option<u32>,
-
-    /// Trace only this thread
-    #[arg(long, value_name = "TID")]
-    tid: Option<u32>,
-
-    /// Trace only tasks with this name (as in /proc/PID/comm)
-    #[arg(short = 'c', long, value_name = "COMM")]
-    comm: Option<String>,
+    #[command(flatten)]
+    tasks: TaskArgs,
 
     /// Only calls on files of this disk (a whole disk: sda, nvme0n1, vda, loop0), and its I/O
     #[arg(short = 'd', long, value_name = "DISK")]
@@ -65,7 +56,7 @@ fn main() -> ExitCode {
     error::run_main(NAME, || {
         let (a, common) = (&cli.tool, &cli.common);
         let opts = IostackOptions::new(
-            TaskFilter::new(a.pid, a.tid, a.comm.as_deref())?,
+            a.tasks.filter()?,
             a.disk.as_deref().map(DiskFilter::parse).transpose()?,
             a.fs.clone(),
             a.per_process,

@@ -9,7 +9,7 @@ use iostack::common::kernel::syscalls;
 use iostack::common::kernel::syscalls::Attach;
 use iostack::common::report::hist::Unit;
 use iostack::common::run;
-use iostack::common::run::filter::TaskFilter;
+use iostack::common::run::filter::{PerCgroupArgs, TaskArgs};
 use iostack::tools::syslat::{Syslat, SyslatOptions};
 
 const ABOUT: &str = "Summarize the latency of I/O system calls per operation";
@@ -19,6 +19,8 @@ const EXAMPLES: &str = "Examples:
   syslat 1 10                every second, ten times
   syslat -p 1234             only process 1234 (all its threads)
   syslat -c postgres -x      only failed calls of tasks named postgres
+  syslat --cgroup system.slice/nginx.service   only tasks of this cgroup (v2) and below
+  syslat --per-cgroup        a histogram per service or container (cgroup v2, 2 levels down)
   syslat -s sync --per-syscall   fsync, fdatasync, sync, syncfs, sync_file_range apart
   syslat -s read,openat -j   the read group and openat alone, as JSON
   syslat --explain           which kernel hooks would be used, and why";
@@ -26,17 +28,8 @@ const EXAMPLES: &str = "Examples:
 /// syslat's own arguments (the runner adds -T -m -j --explain -v [interval [count]]).
 #[derive(Args, Debug)]
 struct SyslatArgs {
-    /// Trace only this process (all its threads)
-    #[arg(short = 'p', long, value_name = "PID")]
-    pid: Option<u32>,
-
-    /// Trace only this thread
-    #[arg(long, value_name = "TID")]
-    tid: Option<u32>,
-
-    /// Trace only tasks with this name (as in /proc/PID/comm)
-    #[arg(short = 'c', long, value_name = "COMM")]
-    comm: Option<String>,
+    #[command(flatten)]
+    tasks: TaskArgs,
 
     /// Only calls that returned an error
     #[arg(short = 'x', long)]
@@ -53,16 +46,20 @@ struct SyslatArgs {
     /// Hook flavour: tp_btf/raw_tp on sys_enter/sys_exit, or the per-syscall tracepoints
     #[arg(long, value_enum, default_value_t = Attach::Auto)]
     attach: Attach,
+
+    #[command(flatten)]
+    per_cgroup: PerCgroupArgs,
 }
 
 fn main() -> ExitCode {
     run::histogram_main::<Syslat, SyslatArgs>(ABOUT, EXAMPLES, |args, common| {
         Ok(SyslatOptions {
             ops: syscalls::select(&args.syscalls, args.per_syscall)?,
-            tasks: TaskFilter::new(args.pid, args.tid, args.comm.as_deref())?,
+            tasks: args.tasks.filter()?,
             failed: args.failed,
             attach: args.attach,
             unit: Unit::from_millis_flag(common.milliseconds),
+            per_cgroup: args.per_cgroup.per_cgroup_depth()?,
         })
     })
 }

@@ -10,6 +10,7 @@
 #include "lib/blk.bpf.h"
 #include "lib/io_seen.bpf.h"
 #include "lib/rq_starts.bpf.h"
+#include "lib/io_charge.bpf.h"
 #include "biolat.h"
 
 const volatile bool per_disk = false;
@@ -21,6 +22,24 @@ struct {
 	__type(key, struct biolat_key);
 	__type(value, struct hist);
 } hists SEC(".maps");
+
+/* --per-cgroup: sized by user space; `hists` is then `other`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct biolat_key);
+	__type(value, struct hist);
+} cgroup_hists SEC(".maps");
+
+/* With --cgroup charged to submitters: only theirs are recorded (lib/io_charge.bpf.h). */
+static __always_inline bool bio_origin_call(struct bio_origin *o)
+{
+	if (!current_selected())
+		return false;
+	if (per_cgroup_depth)
+		o->cgroup = cgroup_at_depth(current_cgroup());
+	return true;
+}
 
 /* First sighting of a request in -Q mode: overwrite whatever a previous life of it left. */
 static __always_inline int on_queue_start(struct request *rq, bool typed)
@@ -39,10 +58,13 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 	__u32 dev = rq_dev(rq, typed);
 	__u32 flags, cmd;
 	struct biolat_key hk = {};
-	struct hist *h;
-	__u64 ts, now;
+	struct hist *h = NULL;
+	__u64 ts, now, cgroup = 0;
 
 	if (!request_ended(rq, dev, nr_bytes, typed, &flags, &cmd))
+		return 0;
+	if ((task_filter.cgroup_id || per_cgroup_depth) &&
+	    !request_owner((__u64)IOSTACK_GET(typed, rq, bio), &cgroup))
 		return 0;
 	ts = rq_start(rq, flags, typed);
 	if (!ts) {
@@ -58,7 +80,13 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 	if (per_disk)
 		hk.dev = dev;
 	hk.flags = cmd & flags_mask;
-	h = hist_get(&hists, &hk);
+	if (cgroup) {
+		hk.cgroup = cgroup;
+		h = cgroup_hist(&cgroup_hists, &hk);
+		hk.cgroup = 0;
+	}
+	if (!h)
+		h = hist_get(&hists, &hk);
 	/* Only this program writes the histograms, and the kernel never runs it nested in itself
 	 * on one CPU (a nested run is skipped, and then shows as unseen): plain adds. */
 	if (h)

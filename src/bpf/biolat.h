@@ -7,6 +7,7 @@ struct biolat_key {
 	__u32 dev;   /* with -D: kernel dev_t of the disk, else 0 */
 	__u32 flags; /* with -F: cmd_flags masked to op and flag bits, else 0 */
 	__u32 pad;
+	__u64 cgroup; /* with --per-cgroup: the owner's cgroup at that depth (lib/per_cgroup.bpf.h) */
 };
 
 #endif

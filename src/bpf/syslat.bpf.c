@@ -9,6 +9,7 @@
 #include "lib/task_filter.bpf.h"
 #include "lib/thread_state.bpf.h"
 #include "lib/syscalls.bpf.h"
+#include "lib/per_cgroup.bpf.h"
 #include "syslat.h"
 
 const volatile bool failed_only = false;
@@ -23,6 +24,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct hist);
 } hists SEC(".maps");
+
+/* --per-cgroup (lib/per_cgroup.bpf.h): sized by user space; `hists` is then `other`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct syslat_cgroup_key);
+	__type(value, struct hist);
+} cgroup_hists SEC(".maps");
 
 static __always_inline struct task_struct *current_task_btf(void)
 {
@@ -84,8 +93,19 @@ static __always_inline int on_sys_exit(long id, long ret)
 	}
 	if (failed_only && ret >= 0)
 		return 0;
+	h = NULL;
+	if (per_cgroup_depth) {
+		struct syslat_cgroup_key k = {
+			.gen = hist_gen & 1,
+			.slot = idx,
+			.cgroup = cgroup_at_depth(current_cgroup()),
+		};
+
+		h = cgroup_hist(&cgroup_hists, &k);
+	}
 	idx = (hist_gen & 1) * SYSLAT_MAX_SLOTS + (idx & (SYSLAT_MAX_SLOTS - 1));
-	h = bpf_map_lookup_elem(&hists, &idx);
+	if (!h)
+		h = bpf_map_lookup_elem(&hists, &idx);
 	if (h)
 		hist_record_exclusive(h, now - ts);
 	return 0;

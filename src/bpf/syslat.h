@@ -13,4 +13,11 @@ struct syslat_start {
 	__u32 pad;
 };
 
+/* With --per-cgroup: a histogram per (slot, cgroup). */
+struct syslat_cgroup_key {
+	__u32 gen;
+	__u32 slot;
+	__u64 cgroup;
+};
+
 #endif

@@ -4,22 +4,26 @@
 
 use anyhow::{Context, Result};
 
+use crate::common::block::charge::{plan_io_charge, IoCharge};
 use crate::common::block::disk::{DiskFilter, DiskNames};
 use crate::common::block::reqflags::RequestFlags;
 use crate::common::block::unseen::{DiskTally, UnseenIos};
 use crate::common::block::{
     plan_block_hooks, request_map_entries, BlockHooks, RequestBits, StampChoice,
 };
+use crate::common::cgroup::CgroupFilter;
+use crate::common::cgroup::{names::OTHER, per_cgroup_entries, CgroupNames};
 use crate::common::kernel::plan::AttachPlan;
 use crate::common::kernel::prober::Prober;
-use crate::common::load::maps::{per_cpu_counts, HistogramCollector};
+use crate::common::load::maps::{drain_generation, per_cpu_counts, HistogramCollector};
 use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
 use crate::common::losses::{Loss, IOS};
 use crate::common::report::hist::Unit;
 use crate::common::report::{HistogramReport, LabeledHistogram};
+use crate::common::run::filter::TaskFilter;
 use crate::common::run::{HistogramTool, Tool};
 
-crate::bpf_skeleton!("biolat", biolat_key, rq_bits);
+crate::bpf_skeleton!("biolat", biolat_key, rq_bits, task_filter);
 use skel::{types, BiolatSkel, BiolatSkelBuilder};
 
 /// What biolat is asked for.
@@ -38,6 +42,10 @@ pub struct BiolatOptions {
     pub explain: bool,
     /// `--stamps`: where request starts come from.
     pub stamps: StampChoice,
+    /// `--cgroup`: only I/O charged to this cgroup v2 (src/common/block/charge.rs).
+    pub cgroup: Option<CgroupFilter>,
+    /// `--per-cgroup DEPTH`: a histogram per cgroup v2 the I/O is charged to, at that depth.
+    pub per_cgroup: Option<u32>,
 }
 
 /// biolat's plan: the block hooks, and how to read requests on this kernel.
@@ -45,6 +53,7 @@ pub struct BiolatPlan {
     hooks: BlockHooks,
     flags: Option<RequestFlags>,
     accounted: RequestBits,
+    charge: Option<IoCharge>,
 }
 
 impl AsRef<AttachPlan> for BiolatPlan {
@@ -61,6 +70,7 @@ pub struct Biolat {
     collector: HistogramCollector,
     unseen: UnseenIos,
     disk_names: DiskNames,
+    cgroups: Option<CgroupNames>,
 }
 
 /// Every kind of loss biolat can report.
@@ -96,10 +106,17 @@ impl Tool for Biolat {
             ),
             false => None,
         };
+        let charge = plan_io_charge(
+            prober,
+            &mut hooks.plan,
+            opts.cgroup.as_ref(),
+            opts.per_cgroup.is_some(),
+        )?;
         Ok(BiolatPlan {
             hooks,
             flags,
             accounted,
+            charge,
         })
     }
 
@@ -116,6 +133,25 @@ impl Tool for Biolat {
             rodata.per_disk = opts.per_disk;
             rodata.flags_mask = flags.as_ref().map_or(0, |f| f.mask());
             copy_struct("rq_bits", &mut rodata.rq_bits, &plan.accounted)?;
+            let cgroup_only = TaskFilter::default().in_cgroup(opts.cgroup.clone());
+            copy_struct(
+                "task_filter",
+                &mut rodata.task_filter,
+                &cgroup_only.to_bpf(),
+            )?;
+            rodata.charge_by_blkcg = plan.charge.is_some_and(IoCharge::by_blkcg);
+            rodata.bio_tp_with_queue = plan.charge.is_some_and(IoCharge::bio_with_queue);
+            rodata.per_cgroup_depth = opts.per_cgroup.unwrap_or(0);
+            if opts.per_cgroup.is_some() {
+                // A cgroup's histograms: one, or a few disks' and operations' with -D and -F.
+                let per_cgroup = [opts.per_disk, opts.per_flags]
+                    .iter()
+                    .map(|&split| if split { 8 } else { 1 })
+                    .product();
+                open.maps
+                    .cgroup_hists
+                    .set_max_entries(per_cgroup_entries(per_cgroup))?;
+            }
             open.maps.starts.set_max_entries(request_map_entries())?;
             Ok(())
         })?;
@@ -126,6 +162,7 @@ impl Tool for Biolat {
             flags: flags.clone(),
             collector: HistogramCollector::default(),
             disk_names: DiskNames::load(),
+            cgroups: opts.per_cgroup.map(CgroupNames::new),
         })
     }
 }
@@ -138,9 +175,11 @@ impl HistogramTool for Biolat {
             self.loaded.skel.maps.bss_data.as_deref_mut(),
             "biolat's .bss",
         )?;
-        let drained = self
-            .collector
-            .drain(&mut bss.hist_gen, &self.loaded.skel.maps.hists)?;
+        let gen = self.collector.flip(&mut bss.hist_gen);
+        let mut drained = drain_generation(&self.loaded.skel.maps.hists, gen)?;
+        if self.cgroups.is_some() {
+            drained.extend(drain_generation(&self.loaded.skel.maps.cgroup_hists, gen)?);
+        }
         let mut losses = self.collector.losses(&bss.losses, &LOSSES);
         let accounted: Vec<(String, DiskTally)> = self
             .unseen
@@ -155,6 +194,13 @@ impl HistogramTool for Biolat {
             plain::copy_from_bytes(&mut key, &key_bytes)
                 .map_err(|e| anyhow::anyhow!("bad histogram key: {e:?}"))?;
             let mut labels = Vec::new();
+            if let Some(names) = &mut self.cgroups {
+                let name = match key.cgroup {
+                    0 => OTHER.to_string(),
+                    id => names.name(id),
+                };
+                labels.push(("cgroup", name));
+            }
             if self.opts.per_disk {
                 labels.push(("disk", self.disk_names.name_or_reload(key.dev)));
             }

@@ -3,10 +3,11 @@
 
 use anyhow::Result;
 
+use crate::common::cgroup::{names::OTHER, per_cgroup_entries, CgroupNames};
 use crate::common::kernel::plan::AttachPlan;
 use crate::common::kernel::prober::Prober;
 use crate::common::kernel::syscalls::{fill_syscall_slots, plan_syscall_hooks, Attach, TracedOp};
-use crate::common::load::maps::HistogramCollector;
+use crate::common::load::maps::{drain_array_generation, drain_generation, HistogramCollector};
 use crate::common::load::{
     copy_struct, load_planned, load_with_thread_state, mapped, thread_state_maps, Loaded,
 };
@@ -16,8 +17,8 @@ use crate::common::report::{HistogramReport, LabeledHistogram};
 use crate::common::run::filter::TaskFilter;
 use crate::common::run::{HistogramTool, Tool};
 
-crate::bpf_skeleton!("syslat", task_filter);
-use skel::{SyslatSkel, SyslatSkelBuilder};
+crate::bpf_skeleton!("syslat", task_filter, syslat_cgroup_key);
+use skel::{types, SyslatSkel, SyslatSkelBuilder};
 
 /// Must match SYSLAT_MAX_SLOTS in src/bpf/syslat.h.
 const MAX_SLOTS: u32 = 64;
@@ -32,6 +33,8 @@ pub struct SyslatOptions {
     pub failed: bool,
     pub attach: Attach,
     pub unit: Unit,
+    /// `--per-cgroup DEPTH`: a histogram per cgroup v2 at that depth.
+    pub per_cgroup: Option<u32>,
 }
 
 /// Every kind of loss syslat can report.
@@ -42,6 +45,7 @@ pub struct Syslat {
     loaded: Loaded<SyslatSkel<'static>>,
     opts: SyslatOptions,
     collector: HistogramCollector,
+    cgroups: Option<CgroupNames>,
 }
 
 impl Tool for Syslat {
@@ -62,6 +66,7 @@ impl Tool for Syslat {
             loaded,
             opts: opts.clone(),
             collector: HistogramCollector::default(),
+            cgroups: opts.per_cgroup.map(CgroupNames::new),
         })
     }
 }
@@ -74,21 +79,32 @@ impl HistogramTool for Syslat {
             self.loaded.skel.maps.bss_data.as_deref_mut(),
             "syslat's .bss",
         )?;
-        let hists = &self.loaded.skel.maps.hists;
-        let drained = self
-            .collector
-            .drain_array(&mut bss.hist_gen, hists, MAX_SLOTS)?;
+        let gen = self.collector.flip(&mut bss.hist_gen);
         let losses = self.collector.losses(&bss.losses, &LOSSES);
-        let histograms = drained
-            .into_iter()
-            .filter_map(|(slot, hist)| {
-                let op = self.opts.ops.get((slot as usize).checked_sub(1)?)?;
-                Some(LabeledHistogram {
-                    labels: vec![("op", op.label.clone())],
-                    hist,
-                })
-            })
-            .collect();
+        let maps = &self.loaded.skel.maps;
+        let ops = &self.opts.ops;
+        let op_of = |slot: u32| ops.get((slot as usize).checked_sub(1)?);
+        let mut histograms = Vec::new();
+        // With --per-cgroup, the plain histograms are the events no cgroup's had room for.
+        for (slot, hist) in drain_array_generation(&maps.hists, gen, MAX_SLOTS)? {
+            let Some(op) = op_of(slot) else { continue };
+            let mut labels = vec![("op", op.label.clone())];
+            if self.cgroups.is_some() {
+                labels.insert(0, ("cgroup", OTHER.to_string()));
+            }
+            histograms.push(LabeledHistogram { labels, hist });
+        }
+        if let Some(names) = &mut self.cgroups {
+            for (key_bytes, hist) in drain_generation(&maps.cgroup_hists, gen)? {
+                let mut key = types::syslat_cgroup_key::default();
+                plain::copy_from_bytes(&mut key, &key_bytes)
+                    .map_err(|e| anyhow::anyhow!("bad histogram key: {e:?}"))?;
+                let Some(op) = op_of(key.slot) else { continue };
+                let labels = vec![("cgroup", names.name(key.cgroup)), ("op", op.label.clone())];
+                histograms.push(LabeledHistogram { labels, hist });
+            }
+            histograms.sort_by(|a, b| a.labels.cmp(&b.labels));
+        }
         Ok(HistogramReport {
             tool: Self::NAME,
             unit: self.opts.unit,
@@ -120,6 +136,12 @@ fn load(
         fill_syscall_slots(&mut rodata.sys_slot, &opts.ops)?;
         copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
         rodata.failed_only = opts.failed;
+        rodata.per_cgroup_depth = opts.per_cgroup.unwrap_or(0);
+        if opts.per_cgroup.is_some() {
+            open.maps
+                .cgroup_hists
+                .set_max_entries(per_cgroup_entries(opts.ops.len() as u32))?;
+        }
         Ok(())
     })
 }

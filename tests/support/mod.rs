@@ -257,6 +257,20 @@ pub fn run_unprivileged(tool: &str, args: &[&str]) -> Output {
         .expect("run setpriv")
 }
 
+/// The tool run as nobody with only these capabilities (e.g. ["bpf", "perfmon"]), ambient, as
+/// a systemd unit's AmbientCapabilities= gives them.
+pub fn run_with_caps(tool: &str, caps: &[&str], args: &[&str]) -> Output {
+    let set: String = caps.iter().map(|c| format!(",+{c}")).collect();
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(format!("--inh-caps=-all{set}"))
+        .arg(format!("--ambient-caps=-all{set}"))
+        .arg(bin(tool))
+        .args(args)
+        .output()
+        .expect("run setpriv")
+}
+
 /// An error exit: non-zero, exactly one line on stderr, no panic or backtrace.
 pub fn assert_one_line_error(out: &Output, tool: &str) -> String {
     let err = String::from_utf8_lossy(&out.stderr).to_string();
@@ -491,6 +505,84 @@ impl Drop for Sysctl {
     fn drop(&mut self) {
         if let Some(old) = self.old.take() {
             let _ = fs::write(&self.path, old.trim());
+        }
+    }
+}
+
+/// A cgroup of our own under the cgroup v2 mount (on the host, beside the v1 controllers:
+/// /sys/fs/cgroup/unified), removed on drop.
+pub struct Cgroup2 {
+    pub dir: PathBuf,
+}
+
+impl Cgroup2 {
+    pub fn new(name: &str) -> Cgroup2 {
+        let mounts = fs::read_to_string("/proc/mounts").expect("/proc/mounts");
+        let root = mounts
+            .lines()
+            .find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() > 2 && f[2] == "cgroup2").then(|| PathBuf::from(f[1]))
+            })
+            .expect("no cgroup2 mount");
+        let dir = root.join(format!(
+            "iostack-test-{}-{}-{name}",
+            std::process::id(),
+            rand_suffix()
+        ));
+        fs::create_dir(&dir).expect("create a cgroup v2");
+        Cgroup2 { dir }
+    }
+
+    pub fn path(&self) -> String {
+        self.dir.to_string_lossy().into_owned()
+    }
+
+    /// A cgroup below this one (removed before it, when dropped first).
+    pub fn child(&self, name: &str) -> Cgroup2 {
+        let dir = self.dir.join(name);
+        fs::create_dir(&dir).expect("create a child cgroup");
+        Cgroup2 { dir }
+    }
+
+    /// Moves a process (all its threads) into it.
+    pub fn adopt(&self, pid: u32) {
+        fs::write(self.dir.join("cgroup.procs"), pid.to_string()).expect("move into the cgroup");
+    }
+
+    /// `dd_direct` run from inside it.
+    pub fn dd_direct(&self, path: &str, count: u64, write: bool) {
+        let io = if write {
+            format!("if=/dev/zero of={path} oflag=direct conv=notrunc")
+        } else {
+            format!("if={path} of=/dev/null iflag=direct")
+        };
+        let procs = self.dir.join("cgroup.procs");
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "echo $$ > {} && exec dd {io} bs=4096 count={count} 2>&1",
+                procs.display()
+            ))
+            .output()
+            .expect("spawn dd");
+        assert!(
+            out.status.success(),
+            "dd in {} failed: {}",
+            self.path(),
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+impl Drop for Cgroup2 {
+    fn drop(&mut self) {
+        // Its processes have exited; the kernel may take a moment to let the directory go.
+        for _ in 0..50 {
+            if fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }

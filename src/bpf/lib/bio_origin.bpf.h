@@ -15,11 +15,13 @@
 #include "lib/blk.bpf.h"
 #include "lib/disk_filter.bpf.h"
 #include "lib/task_filter.bpf.h"
+#include "lib/per_cgroup.bpf.h"
 #include "lib/tp_twins.bpf.h"
 
 struct bio_origin {
 	__u64 call;     /* the tool's id of the call that submitted it (iostack), else 0 */
 	__u64 ts;       /* when it entered the block layer */
+	__u64 cgroup;   /* with --per-cgroup, where the submitter's cgroup is counted (biolat) */
 	__u32 pid;
 	__u32 tid;
 	char comm[IOSTACK_COMM_LEN];

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* -p PID, --tid TID, -c COMM: one rodata struct, filled by user space (src/common/run/filter.rs,
- * TaskFilter), tested in the kernel. With nothing set, the constants remove the code. */
+/* -p PID, --tid TID, -c COMM, --cgroup PATH: one rodata struct, filled by user space
+ * (src/common/run/filter.rs, TaskFilter), tested in the kernel. With nothing set, the constants
+ * remove the code. */
 #ifndef IOSTACK_TASK_FILTER_BPF_H
 #define IOSTACK_TASK_FILTER_BPF_H
+
+#include "lib/cgroup.bpf.h"
 
 #define IOSTACK_COMM_LEN 16
 
@@ -11,9 +14,18 @@ struct task_filter {
 	__u32 tid;      /* 0: any thread */
 	__u32 has_comm; /* compare comm */
 	char comm[IOSTACK_COMM_LEN];
+	__u32 cgroup_level; /* with cgroup_id: its level below the root */
+	__u64 cgroup_id;    /* a cgroup v2 (and its descendants); 0: any */
 };
 
 const volatile struct task_filter task_filter = {};
+
+/* Whether cg lies in --cgroup's cgroup (true without one). */
+static __always_inline bool cgroup_selected(struct cgroup *cg)
+{
+	return !task_filter.cgroup_id ||
+	       cgroup_ancestor_id(cg, task_filter.cgroup_level) == task_filter.cgroup_id;
+}
 
 static __always_inline bool comm_equal(const char *a)
 {
@@ -49,6 +61,8 @@ static __always_inline bool current_selected(void)
 		if (task_filter.tid && (__u32)id != task_filter.tid)
 			return false;
 	}
+	if (task_filter.cgroup_id && !cgroup_selected(current_cgroup()))
+		return false;
 	if (!task_filter.has_comm)
 		return true;
 	bpf_get_current_comm(comm, sizeof(comm));

@@ -4,6 +4,7 @@
 //! Both tools' BPF objects use the same program names (`issue_btf`, `issue_raw`, ...), so one
 //! plan serves both.
 
+pub mod charge;
 pub mod disk;
 pub mod reqflags;
 pub mod unseen;

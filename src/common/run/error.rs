@@ -49,9 +49,15 @@ fn is_stdout_closed(err: &anyhow::Error) -> bool {
     })
 }
 
+const CAP_SYS_RESOURCE: u32 = 24;
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
 const CAP_BPF: u32 = 39;
+
+/// How to give a tool what it needs, said once for every refusal.
+const HOW: &str = "run it as root, or give it CAP_BPF and CAP_PERFMON (a systemd unit's \
+                   AmbientCapabilities=CAP_BPF CAP_PERFMON, or `setpriv --inh-caps=+bpf,+perfmon \
+                   --ambient-caps=+bpf,+perfmon TOOL`)";
 
 fn effective_caps() -> u64 {
     fs::read_to_string("/proc/self/status")
@@ -64,14 +70,72 @@ fn effective_caps() -> u64 {
         .unwrap_or(0)
 }
 
-/// Tracing needs root, or CAP_BPF with CAP_PERFMON (or CAP_SYS_ADMIN).
+fn has(caps: u64, cap: u32) -> bool {
+    caps & (1u64 << cap) != 0
+}
+
+/// Tracing needs CAP_BPF with CAP_PERFMON (or CAP_SYS_ADMIN, which root has): the refusal
+/// names the capability that is missing.
 pub fn require_privileges(tool: &str) -> Result<()> {
-    let caps = effective_caps();
-    let has = |cap: u32| caps & (1u64 << cap) != 0;
-    if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
+    match privileges_refusal(effective_caps()) {
+        None => Ok(()),
+        Some(why) => Err(anyhow!("{}", why.replace("TOOL", tool))),
+    }
+}
+
+fn privileges_refusal(caps: u64) -> Option<String> {
+    if has(caps, CAP_SYS_ADMIN) || (has(caps, CAP_BPF) && has(caps, CAP_PERFMON)) {
+        return None;
+    }
+    let missing: Vec<&str> = [(CAP_BPF, "CAP_BPF"), (CAP_PERFMON, "CAP_PERFMON")]
+        .into_iter()
+        .filter(|&(cap, _)| !has(caps, cap))
+        .map(|(_, name)| name)
+        .collect();
+    Some(format!(
+        "tracing needs CAP_BPF and CAP_PERFMON, and this process lacks {}: {HOW}",
+        missing.join(" and ")
+    ))
+}
+
+/// Before 5.11 the kernel charges BPF maps to RLIMIT_MEMLOCK instead of the memory cgroup, and
+/// libbpf raises that limit only with CAP_SYS_RESOURCE (or when it is already unlimited). Such a
+/// kernel lacks bpf_ktime_get_coarse_ns, which came with the change (libbpf's own test for it).
+pub fn require_memlock(charged_to_memcg: impl FnOnce() -> bool) -> Result<()> {
+    if has(effective_caps(), CAP_SYS_RESOURCE) || charged_to_memcg() {
+        return Ok(());
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut limit) };
+    if limit.rlim_max == libc::RLIM_INFINITY {
         return Ok(());
     }
     Err(anyhow!(
-        "tracing needs root (or CAP_BPF and CAP_PERFMON): run it as `sudo {tool}`"
+        "this kernel (before 5.11) counts BPF maps against the locked-memory limit, which is {} KiB here, and this process lacks CAP_SYS_RESOURCE to raise it: add CAP_SYS_RESOURCE, or run it with no limit (ulimit -l unlimited; systemd LimitMEMLOCK=infinity)",
+        limit.rlim_max / 1024
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(list: &[u32]) -> u64 {
+        list.iter().map(|&c| 1u64 << c).sum()
+    }
+
+    #[test]
+    fn the_refusal_names_the_missing_capability() {
+        assert_eq!(privileges_refusal(caps(&[CAP_BPF, CAP_PERFMON])), None);
+        assert_eq!(privileges_refusal(caps(&[CAP_SYS_ADMIN])), None);
+        let only_bpf = privileges_refusal(caps(&[CAP_BPF])).unwrap();
+        assert!(only_bpf.contains("lacks CAP_PERFMON:"), "{only_bpf}");
+        let none = privileges_refusal(0).unwrap();
+        assert!(none.contains("lacks CAP_BPF and CAP_PERFMON:"), "{none}");
+        assert!(!none.contains('\n'));
+    }
 }

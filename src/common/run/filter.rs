@@ -1,10 +1,90 @@
-//! Task filters shared by the tools (`-p PID`, `--tid TID`, `-c COMM`), checked up front so a
-//! typo is a one-line error instead of a silent empty report, and handed to the kernel as one
-//! rodata struct (`struct task_filter`, `src/bpf/lib/task_filter.bpf.h`).
+//! Task filters shared by the tools (`-p PID`, `--tid TID`, `-c COMM`, `--cgroup PATH`), checked
+//! up front so a typo is a one-line error instead of a silent empty report, and handed to the
+//! kernel as one rodata struct (`struct task_filter`, `src/bpf/lib/task_filter.bpf.h`).
 
 use std::path::Path;
 
 use anyhow::{bail, Result};
+
+use crate::common::cgroup::CgroupFilter;
+
+/// `--cgroup PATH`, which every tool takes (the block tools for the cgroup an I/O is charged to).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CgroupArgs {
+    /// Trace only this cgroup v2 and its descendants: a path under the cgroup2 mount, or
+    /// relative to it (system.slice/nginx.service)
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<String>,
+}
+
+impl CgroupArgs {
+    pub fn resolve(&self) -> Result<Option<CgroupFilter>> {
+        self.cgroup
+            .as_deref()
+            .map(CgroupFilter::resolve)
+            .transpose()
+    }
+}
+
+/// `--per-cgroup[=DEPTH]`, which the histogram tools that split by cgroup take.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PerCgroupArgs {
+    /// A histogram per cgroup v2, cut at DEPTH levels below the root (default 2: a systemd
+    /// service or a container's scope); room for 64 cgroups a report (2048 histograms at
+    /// most), the rest under `other`
+    #[arg(long, value_name = "DEPTH", num_args = 0..=1, require_equals = true,
+          default_missing_value = "2", value_parser = parse_depth)]
+    pub per_cgroup: Option<u32>,
+}
+
+/// The deepest --per-cgroup split (systemd's deepest cgroups are about 6 levels down).
+pub const MAX_CGROUP_DEPTH: u32 = 32;
+
+fn parse_depth(s: &str) -> std::result::Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(d) if (1..=MAX_CGROUP_DEPTH).contains(&d) => Ok(d),
+        _ => Err(format!(
+            "DEPTH is how many levels below the root cgroup to split at, 1 to {MAX_CGROUP_DEPTH}; got '{s}'"
+        )),
+    }
+}
+
+impl PerCgroupArgs {
+    /// `--per-cgroup`: its depth, once the cgroup v2 hierarchy is known to be there.
+    pub fn per_cgroup_depth(&self) -> Result<Option<u32>> {
+        if self.per_cgroup.is_some() && crate::common::cgroup::Cgroup2Mount::find().is_none() {
+            bail!("--per-cgroup needs the cgroup v2 hierarchy, and none is mounted here (a cgroup v1-only host): mount it (`mount -t cgroup2 none /sys/fs/cgroup/unified`)");
+        }
+        Ok(self.per_cgroup)
+    }
+}
+
+/// `-p PID`, `--tid TID`, `-c COMM`, `--cgroup PATH`: the tools that trace tasks' calls.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TaskArgs {
+    /// Trace only this process (all its threads)
+    #[arg(short = 'p', long, value_name = "PID")]
+    pub pid: Option<u32>,
+
+    /// Trace only this thread
+    #[arg(long, value_name = "TID")]
+    pub tid: Option<u32>,
+
+    /// Trace only tasks with this name (as in /proc/PID/comm)
+    #[arg(short = 'c', long, value_name = "COMM")]
+    pub comm: Option<String>,
+
+    #[command(flatten)]
+    pub cgroup: CgroupArgs,
+}
+
+impl TaskArgs {
+    /// The filter, every part checked now (a missing pid or cgroup is a one-line error).
+    pub fn filter(&self) -> Result<TaskFilter> {
+        Ok(TaskFilter::new(self.pid, self.tid, self.comm.as_deref())?
+            .in_cgroup(self.cgroup.resolve()?))
+    }
+}
 
 /// The kernel keeps 15 bytes of a task's name (TASK_COMM_LEN - 1).
 pub const COMM_MAX: usize = 15;
@@ -17,6 +97,8 @@ pub struct TaskFilter {
     /// 0: any thread.
     pub tid: u32,
     pub comm: Option<CommFilter>,
+    /// A cgroup v2 and its descendants.
+    pub cgroup: Option<CgroupFilter>,
 }
 
 /// `struct task_filter` as the BPF side lays it out.
@@ -27,6 +109,8 @@ pub struct BpfTaskFilter {
     pub tid: u32,
     pub has_comm: u32,
     pub comm: [u8; COMM_MAX + 1],
+    pub cgroup_level: u32,
+    pub cgroup_id: u64,
 }
 
 // SAFETY: integers and bytes; any bit pattern is valid.
@@ -45,7 +129,14 @@ impl TaskFilter {
             tgid: pid.unwrap_or(0),
             tid: tid.unwrap_or(0),
             comm: comm.map(CommFilter::parse).transpose()?,
+            cgroup: None,
         })
+    }
+
+    /// The same, limited to a cgroup (`--cgroup`).
+    pub fn in_cgroup(mut self, cgroup: Option<CgroupFilter>) -> TaskFilter {
+        self.cgroup = cgroup;
+        self
     }
 
     pub fn to_bpf(&self) -> BpfTaskFilter {
@@ -53,6 +144,8 @@ impl TaskFilter {
             tgid: self.tgid,
             tid: self.tid,
             has_comm: self.comm.is_some() as u32,
+            cgroup_level: self.cgroup.as_ref().map_or(0, |c| c.level),
+            cgroup_id: self.cgroup.as_ref().map_or(0, |c| c.id),
             ..Default::default()
         };
         if let Some(c) = &self.comm {

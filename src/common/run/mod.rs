@@ -24,7 +24,7 @@ use crate::common::load::libbpf::init_libbpf_logging;
 use crate::common::losses::{Loss, LossEvent, LossTotals, Noun};
 use crate::common::report::{announce, HistogramReport, Out};
 use crate::common::run::cli::CommonArgs;
-use crate::common::run::error::{require_privileges, run_main, StdoutClosed};
+use crate::common::run::error::{require_memlock, require_privileges, run_main, StdoutClosed};
 
 /// What every tool provides: a plan from what the kernel has, and an open (loaded, attached)
 /// instance. A tool is a library component; its binary parses the command line into `Options`
@@ -101,6 +101,7 @@ fn open<T: Tool>(name: &str, style: Style, opts: &T::Options, out: &mut Out) -> 
     init_libbpf_logging(style.verbose);
     require_privileges(name)?;
     let prober = Prober::new()?;
+    require_memlock(|| prober.enumerator("BPF_FUNC_ktime_get_coarse_ns").is_some())?;
     let mut plan = T::plan(&prober, opts)?;
     let tool = T::open(&prober, &mut plan, opts)?;
     if style.explain {

@@ -19,7 +19,7 @@ use crate::common::losses::{
 };
 use crate::common::report::hist::{LatencyHistogram, Unit};
 use crate::common::report::{local_hms, HistogramReport, LabeledHistogram};
-use crate::common::run::filter::TaskFilter;
+use crate::common::run::filter::{TaskArgs, TaskFilter};
 use crate::common::run::{EventTool, HistogramTool, Tool};
 use slots::{plan_slot, FnSlot, SLOTS};
 
@@ -471,17 +471,8 @@ impl EventTool for Fnlat {
 /// `[interval [count]]`).
 #[derive(clap::Args, Debug)]
 pub struct FnlatArgs {
-    /// Trace only this process (all its threads)
-    #[arg(short = 'p', long, value_name = "PID")]
-    pub pid: Option<u32>,
-
-    /// Trace only this thread
-    #[arg(long, value_name = "TID")]
-    pub tid: Option<u32>,
-
-    /// Trace only tasks with this name (as in /proc/PID/comm)
-    #[arg(short = 'c', long, value_name = "COMM")]
-    pub comm: Option<String>,
+    #[command(flatten)]
+    pub tasks: TaskArgs,
 
     /// Print each operation slower than this as it ends, instead of histograms: milliseconds
     /// (10, 0.5) or with a unit (500us, 2s); 0 prints every operation
@@ -501,7 +492,7 @@ impl FnlatArgs {
         Ok(FnlatOptions {
             name,
             layer,
-            tasks: TaskFilter::new(self.pid, self.tid, self.comm.as_deref())?,
+            tasks: self.tasks.filter()?,
             unit: Unit::from_millis_flag(common.milliseconds),
             per_fs,
             min_ns: self.min,

@@ -342,6 +342,47 @@ else
 fi
 
 # --- time base: biolat's means agree with /proc/diskstats' read time for the same I/Os ------
+# --- --cgroup: each cgroup's I/O, exactly, charged to the cgroup that owns it ----------------
+# Two cgroups, dd in each on the same disk, a biolat per cgroup. The VMs mount cgroup2 with the
+# io controller enabled for its children: a bio's blkcg names its cgroup.
+
+cga=$(cgroup2_dir iostack-biolat-a)
+cgb=$(cgroup2_dir iostack-biolat-b)
+if [ -z "$cga" ] || [ -z "$cgb" ]; then
+  na cgroup "no cgroup2 mount here"
+else
+  tool_run explain_cg --explain --cgroup "$cga"
+  if grep -q 'blkcg of the request' "$(out_of explain_cg)"; then
+    path charge bio-blkcg
+  elif grep -q 'submitting task' "$(out_of explain_cg)"; then
+    path charge submitter
+  else
+    path charge "?"
+  fi
+  tool_spawn cg_a -d "$fast" --cgroup "$cga" -j
+  tool_spawn cg_b -d "$fast" --cgroup "${cgb#/sys/fs/cgroup/}" -j
+  if tool_wait_ready cg_a && tool_wait_ready cg_b; then
+    before=$(disk_ios "$fast")
+    in_cgroup "$cga" dd if=/dev/zero of="/dev/$fast" bs=4096 count=30 seek="$at" oflag=direct conv=notrunc 2>/dev/null
+    in_cgroup "$cga" dd if="/dev/$fast" of=/dev/null bs=4096 count=20 skip="$at" iflag=direct 2>/dev/null
+    in_cgroup "$cgb" dd if="/dev/$fast" of=/dev/null bs=4096 count=40 skip="$at" iflag=direct 2>/dev/null
+    after=$(disk_ios "$fast")
+    tool_stop cg_a
+    tool_stop cg_b
+    na_=$(json_total "$(out_of cg_a)")
+    nb_=$(json_total "$(out_of cg_b)")
+    detail="a $na_ (30 writes + 20 reads), b $nb_ (40 reads), diskstats $((after - before)); $(grep '^  charged' "$(out_of explain_cg)" | cut -c1-90)"
+    if [ "$na_" = 50 ] && [ "$nb_" = 40 ] && [ $((after - before)) = 90 ]; then
+      pass cgroup "$detail"
+    else
+      fail cgroup "$detail"
+    fi
+  else
+    fail cgroup "$(brief cg_a) $(brief cg_b)"
+  fi
+  rmdir "$cga" "$cgb" 2>/dev/null
+fi
+
 # diskstats' read time is the sum over reads of (end - rq->start_time_ns), in ms. On the throttled
 # disk nothing queues in the guest, so plain (issue to completion) and -Q (accounting start to
 # completion) must both come within 5% of it, per I/O.

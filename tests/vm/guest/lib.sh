@@ -88,6 +88,23 @@ dd_read() {
     { log "dd read on $1 failed: $(cat "$IOSTACK_WORK/dd.err")"; return 1; }
 }
 
+# --- cgroups ---------------------------------------------------------------------------------
+
+# cgroup2_dir NAME: a new cgroup v2 NAME under the cgroup2 mount (echoed; empty without one).
+cgroup2_dir() {
+  _root=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+  [ -n "$_root" ] || return 1
+  rmdir "$_root/$1" 2>/dev/null
+  mkdir "$_root/$1" && echo "$_root/$1"
+}
+
+# in_cgroup DIR COMMAND...: runs COMMAND (a program, not a function) inside cgroup DIR.
+in_cgroup() {
+  _cg=$1
+  shift
+  sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$_cg" "$@"
+}
+
 # scratch_block: first 4 KiB block of the fast disk's raw scratch area (outside the filesystem,
 # so raw writes there never corrupt it, even while it is mounted).
 scratch_block() { echo $((IOSTACK_SCRATCH_MIB * 256)); }

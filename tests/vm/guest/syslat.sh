@@ -62,3 +62,41 @@ if traced_by "$workload" pipe 0 0 0 0 0 6 20 -- -s read; then
 else
   fail latency "$(brief pipe)"
 fi
+
+# --- --cgroup: exactly the calls of the tasks in one cgroup -----------------------------------
+# Two workloads, one in each of two cgroups, a syslat per cgroup.
+
+cga=$(cgroup2_dir iostack-syslat-a)
+cgb=$(cgroup2_dir iostack-syslat-b)
+if [ -z "$cga" ] || [ -z "$cgb" ]; then
+  na cgroup "no cgroup2 mount here"
+else
+  "$workload" 30 20 2 5 >"$IOSTACK_WORK/cg_wa.wl" &
+  wa=$!
+  "$workload" 70 10 0 3 >"$IOSTACK_WORK/cg_wb.wl" &
+  wb=$!
+  _i=0
+  while ! { grep -qs '^ready' "$IOSTACK_WORK/cg_wa.wl" && grep -qs '^ready' "$IOSTACK_WORK/cg_wb.wl"; } && [ $_i -lt 400 ]; do
+    sleep 0.05
+    _i=$((_i + 1))
+  done
+  echo "$wa" >"$cga/cgroup.procs"
+  echo "$wb" >"$cgb/cgroup.procs"
+  if tool_start cg_a --cgroup "$cga" -j && tool_start cg_b --cgroup "${cgb#/sys/fs/cgroup/}" -j; then
+    kill -USR1 "$wa" "$wb"
+    wait "$wa" "$wb"
+    tool_stop cg_a
+    tool_stop cg_b
+    got_a=$(op_counts "$(out_of cg_a)")
+    got_b=$(op_counts "$(out_of cg_b)")
+    if [ "$got_a" = "open=5 read=30 sync=2 write=20" ] && [ "$got_b" = "open=3 read=70 write=10" ]; then
+      pass cgroup "a: $got_a; b: $got_b"
+    else
+      fail cgroup "a: '$got_a' (want open=5 read=30 sync=2 write=20), b: '$got_b' (want open=3 read=70 write=10)"
+    fi
+  else
+    kill -KILL "$wa" "$wb" 2>/dev/null
+    fail cgroup "$(brief cg_a) $(brief cg_b)"
+  fi
+  rmdir "$cga" "$cgb" 2>/dev/null
+fi
