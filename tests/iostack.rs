@@ -470,3 +470,26 @@ fn closed_stdout_ends_quietly() {
         "Tracing I/O calls through every layer... Hit Ctrl-C to end.\n",
     );
 }
+
+#[test]
+fn a_cgroup_shows_exactly_the_calls_of_its_tasks() {
+    let _g = serial();
+    require_root();
+    let (a, b) = (Cgroup2::new("a"), Cgroup2::new("b"));
+    let in_a = Helper::start("syscall_workload", &["20", "5", "0", "2"]);
+    let in_b = Helper::start("syscall_workload", &["70", "9", "0", "4"]);
+    a.adopt(in_a.pid);
+    b.adopt(in_b.pid);
+    let tool = Running::start("iostack", &["--cgroup", &a.path(), "-j"]);
+    in_a.run();
+    in_b.run();
+    let (code, out, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+    let r = report(&out);
+    let calls: Vec<(String, u64)> = ops(&r)
+        .iter()
+        .map(|(op, v)| (op.clone(), v["calls"].as_u64().unwrap()))
+        .collect();
+    let want = [("open", 2), ("read", 20), ("write", 5)].map(|(o, n)| (o.to_string(), n));
+    assert_eq!(calls, want, "{out}");
+}

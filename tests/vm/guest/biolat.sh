@@ -380,6 +380,52 @@ else
   else
     fail cgroup "$(brief cg_a) $(brief cg_b)"
   fi
+
+  # --per-cgroup: the same I/O split by the cgroup it is charged to, in one biolat.
+  tool_start cg_split -d "$fast" --per-cgroup -j
+  before=$(disk_ios "$fast")
+  in_cgroup "$cga" dd if=/dev/zero of="/dev/$fast" bs=4096 count=30 seek="$at" oflag=direct conv=notrunc 2>/dev/null
+  in_cgroup "$cgb" dd if="/dev/$fast" of=/dev/null bs=4096 count=40 skip="$at" iflag=direct 2>/dev/null
+  after=$(disk_ios "$fast")
+  tool_stop cg_split
+  # of_cg NAME CGROUP: I/Os of NAME's histograms of that cgroup.
+  of_cg() { json_hists "$(out_of "$1")" | awk -F'\t' -v cg="$2" '$9 == cg { n += $3 } END { print n + 0 }'; }
+  sa=$(of_cg cg_split /iostack-biolat-a)
+  sb=$(of_cg cg_split /iostack-biolat-b)
+  all=$(json_total "$(out_of cg_split)")
+  detail="a $sa (30 writes), b $sb (40 reads), all $all, diskstats $((after - before))"
+  if [ "$sa" = 30 ] && [ "$sb" = 40 ] && [ "$all" = 70 ] && [ $((after - before)) = 70 ]; then
+    pass per-cgroup "$detail"
+  else
+    fail per-cgroup "$detail: $(json_hists "$(out_of cg_split)" | cut -f3,9 | tr '\n' ';' | cut -c1-300)"
+  fi
+
+  # Writeback: a's buffered writes to a file, flushed by `sync` from the root cgroup, are
+  # charged to a (the flusher's bios carry the blkcg of the pages' cgroup). How many requests
+  # 1 MiB becomes is the block layer's business: the fact checked is whose they are.
+  if mounted "$fast" "$IOSTACK_WORK/wbmnt" ext4; then
+    sync
+    tool_start wb_split -d "$fast" --per-cgroup -j
+    wb0=$(disk_ios "$fast")
+    in_cgroup "$cga" dd if=/dev/zero of="$IOSTACK_WORK/wbmnt/wb.dat" bs=4096 count=256 2>/dev/null
+    sync
+    wb1=$(disk_ios "$fast")
+    tool_stop wb_split
+    wa=$(of_cg wb_split /iostack-biolat-a)
+    wroot=$(of_cg wb_split /)
+    detail="1 MiB written back by sync from the root: $wa I/Os charged to a, $wroot to the root (the journal's), diskstats $((wb1 - wb0))"
+    if [ "$wa" -gt 0 ]; then
+      pass writeback "$detail"
+      path writeback owner
+    else
+      fail writeback "$detail: $(json_hists "$(out_of wb_split)" | cut -f3,9 | tr '\n' ';' | cut -c1-300)"
+      path writeback flusher
+    fi
+    rm -f "$IOSTACK_WORK/wbmnt/wb.dat"
+    umount "$IOSTACK_WORK/wbmnt"
+  else
+    na writeback "the fast disk's ext4 does not mount here"
+  fi
   rmdir "$cga" "$cgb" 2>/dev/null
 fi
 

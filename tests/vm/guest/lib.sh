@@ -216,7 +216,7 @@ log_verbose() {
 # --- the tools' JSON reports (-j: one object per line) --------------------------------------
 
 # json_hists FILE: one tab-separated line per histogram of every report in FILE:
-#   disk  flags  count  sum_ns  p50_ns  max_ns  log2  op
+#   disk  flags  count  sum_ns  p50_ns  max_ns  log2  op  cgroup
 # labels absent are "-"; log2 lists the non-empty slots as "low:high:count,...".
 # busybox has no JSON parser: this relies on the stable key order the tools emit
 # (labels, count, sum_ns, avg_ns, p50_ns, ..., max_ns, log2).
@@ -250,9 +250,9 @@ json_hists() {
           split(s, v, ",")
           if (v[3] > 0) log2 = log2 (log2 == "" ? "" : ",") v[1] ":" v[2] ":" v[3]
         }
-        printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", field(labels, "disk"), field(labels, "flags"), \
+        printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", field(labels, "disk"), field(labels, "flags"), \
           field(head, "count"), field(head, "sum_ns"), field(head, "p50_ns"), field(head, "max_ns"), \
-          (log2 == "" ? "-" : log2), field(labels, "op")
+          (log2 == "" ? "-" : log2), field(labels, "op"), field(labels, "cgroup")
       }
     }
   ' "$1"
