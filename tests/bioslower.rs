@@ -356,3 +356,45 @@ fn our_stamps_show_the_same_ios() {
         "{out}"
     );
 }
+
+#[test]
+fn a_cgroup_shows_its_ios_and_per_cgroup_names_the_cgroup_charged() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(16);
+    let (a, b) = (Cgroup2::new("a"), Cgroup2::new("b"));
+    let only_a = Running::start(
+        "bioslower",
+        &["0", "-d", &dev.name, "--cgroup", &a.path(), "-j"],
+    );
+    let split = Running::start("bioslower", &["0", "-d", &dev.name, "--per-cgroup", "-j"]);
+    let before = diskstats(&dev.name);
+    a.dd_direct(&dev.path, 40, true);
+    b.dd_direct(&dev.path, 70, false);
+    let after = diskstats(&dev.name);
+    assert_eq!((after.1 - before.1, after.0 - before.0), (40, 70));
+    let (code_a, out_a, err_a) = only_a.interrupt();
+    let (code_s, out_s, err_s) = split.interrupt();
+    assert_eq!((code_a, code_s), (0, 0), "{err_a} {err_s}");
+    // Every one of a's I/Os is shown, or counted unseen (unseen counts the disk's, whosever
+    // they were), and none of b's is shown.
+    let (events_a, _) = json_events(&out_a);
+    let shown_a = events_a.len() as u64;
+    assert!(events_a.iter().all(|e| e["comm"] == "dd"), "{out_a}");
+    assert!(shown_a <= 40 && shown_a + unseen(&out_a) >= 40, "{out_a}");
+    let (events, _) = json_events(&out_s);
+    let in_cgroup = |c: &Cgroup2| {
+        let name = format!("/{}", c.dir.file_name().unwrap().to_string_lossy());
+        events
+            .iter()
+            .filter(|e| e["cgroup"] == name.as_str())
+            .count() as u64
+    };
+    let (na, nb, lost) = (in_cgroup(&a), in_cgroup(&b), unseen(&out_s));
+    assert!(na <= 40 && nb <= 70, "{out_s}");
+    assert_eq!(
+        na + nb + lost,
+        110,
+        "each I/O under its cgroup, or unseen: {out_s}"
+    );
+}

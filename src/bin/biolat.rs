@@ -8,7 +8,7 @@ use iostack::common::block::disk::DiskFilter;
 use iostack::common::block::StampChoice;
 use iostack::common::report::hist::Unit;
 use iostack::common::run;
-use iostack::common::run::filter::{CgroupArgs, PerCgroupArgs};
+use iostack::common::run::filter::{cgroup_options, CgroupArgs, PerCgroupArgs};
 use iostack::tools::biolat::{Biolat, BiolatOptions};
 
 const ABOUT: &str = "Summarize block device I/O latency as histograms";
@@ -67,8 +67,7 @@ fn main() -> ExitCode {
             unit: Unit::from_millis_flag(common.milliseconds),
             explain: common.explain,
             stamps: args.stamps,
-            cgroup: args.cgroup.resolve()?,
-            per_cgroup: args.per_cgroup.per_cgroup_depth()?,
+            cgroups: cgroup_options(&args.cgroup, &args.per_cgroup)?,
         })
     })
 }

@@ -9,7 +9,7 @@ use iostack::common::block::disk::DiskFilter;
 use iostack::common::block::StampChoice;
 use iostack::common::run::cli::{self, usage_error};
 use iostack::common::run::error::run_main;
-use iostack::common::run::filter::TaskFilter;
+use iostack::common::run::filter::{cgroup_options, CgroupArgs, PerCgroupArgs, TaskFilter};
 use iostack::common::run::threshold::parse_threshold;
 use iostack::common::run::{self, Style};
 use iostack::tools::bioslower::{Bioslower, BioslowerOptions, Stage};
@@ -20,6 +20,8 @@ const EXAMPLES: &str = "Examples:
   bioslower 0 -d nvme0n1    every I/O of one disk
   bioslower -Q 20           include OS queue time; shows the QUE(ms) column
   bioslower -p 1234 5       I/O submitted by process 1234, slower than 5 ms
+  bioslower --cgroup system.slice/mysql.service 5   I/O charged to this cgroup (v2)
+  bioslower --per-cgroup 20   a CGROUP column: the service or container charged
   bioslower -j 0 | head     one JSON object per I/O
   bioslower --stage submit -K 10   bio submissions slower than 10 ms, with where they waited
   bioslower --explain -Q    which kernel hooks would be used, and why";
@@ -44,6 +46,10 @@ struct Cli {
     /// Trace only I/O submitted by tasks with this name (as in /proc/PID/comm)
     #[arg(short = 'c', long, value_name = "COMM")]
     comm: Option<String>,
+    #[command(flatten)]
+    cgroup: CgroupArgs,
+    #[command(flatten)]
+    per_cgroup: PerCgroupArgs,
     /// What to time: block requests, or bio submission
     #[arg(long, value_enum, default_value_t = Stage::Block)]
     stage: Stage,
@@ -81,7 +87,9 @@ fn main() -> ExitCode {
             min_ns: cli.min,
             queued: cli.queued,
             disk: cli.disk.as_deref().map(DiskFilter::parse).transpose()?,
-            tasks: TaskFilter::new(cli.pid, None, cli.comm.as_deref())?,
+            tasks: TaskFilter::new(cli.pid, None, cli.comm.as_deref())?
+                .in_cgroup(cli.cgroup.resolve()?),
+            cgroups: cgroup_options(&cli.cgroup, &cli.per_cgroup)?,
             stage: cli.stage,
             stacks: cli.kernel_stack,
             explain: cli.explain,

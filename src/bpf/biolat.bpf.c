@@ -34,11 +34,7 @@ struct {
 /* With --cgroup charged to submitters: only theirs are recorded (lib/io_charge.bpf.h). */
 static __always_inline bool bio_origin_call(struct bio_origin *o)
 {
-	if (!current_selected())
-		return false;
-	if (per_cgroup_depth)
-		o->cgroup = cgroup_at_depth(current_cgroup());
-	return true;
+	return o->in_cgroup;
 }
 
 /* First sighting of a request in -Q mode: overwrite whatever a previous life of it left. */

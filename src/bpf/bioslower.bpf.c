@@ -34,7 +34,7 @@ struct rq_start {
 	__u64 q_ns;     /* -Q start, 0 if not seen */
 	__u64 issue_ns; /* last issue to the driver, 0 if not yet */
 	struct bio_origin who;
-	__u32 skip;     /* the submitter does not pass -p/-c: complete quietly */
+	__u32 skip;     /* the submitter does not pass -p/-c/--cgroup: complete quietly */
 	__u32 pad;
 };
 
@@ -92,9 +92,12 @@ static __always_inline void track(struct request *rq, __u64 bio, __u64 q_ns, __u
 	s.bio = bio;
 	s.q_ns = q_ns;
 	s.issue_ns = issue_ns;
-	if (!take_origin(bio, &s.who))
+	if (!take_origin(bio, &s.who)) {
 		current_origin(&s.who);
-	s.skip = !task_selected(s.who.pid, s.who.tid, s.who.comm);
+		unknown_cgroup(&s.who);
+	}
+	origin_cgroup(&s.who, bio);
+	s.skip = !s.who.in_cgroup || !task_selected(s.who.pid, s.who.tid, s.who.comm);
 	if (bpf_map_update_elem(&rq_starts, &key, &s, BPF_ANY))
 		count_loss(LOSS_START_FULL);
 }
@@ -184,8 +187,10 @@ static __always_inline bool kernel_starts(struct request *rq, __u32 flags, bool 
 		/* No bio (a flush request), or queued before tracing began: no submitter known. */
 		__builtin_memset(who, 0, sizeof(*who));
 		who->comm[0] = '?';
+		unknown_cgroup(who);
 	}
-	return task_selected(who->pid, who->tid, who->comm);
+	origin_cgroup(who, bio);
+	return who->in_cgroup && task_selected(who->pid, who->tid, who->comm);
 }
 
 static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool typed)
@@ -218,6 +223,7 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 	e->bytes = IOSTACK_GET(typed, rq, __data_len);
 	e->pid = who.pid;
 	e->tid = who.tid;
+	e->cgroup = who.cgroup;
 	e->dev = dev;
 	e->cmd_flags = cmd;
 	e->stack_id = -1;
@@ -325,9 +331,10 @@ static __always_inline int submit_exit(void *ctx)
 			      bpf_get_stackid(ctx, &stacks, 0);
 	}
 	/* The submission runs in the submitter's context. */
-	e->pid = bpf_get_current_pid_tgid() >> 32;
-	e->tid = tid;
+	e->pid = current_ids() >> 32;
+	e->tid = (__u32)current_ids();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	e->cgroup = per_cgroup_depth ? cgroup_at_depth(current_cgroup()) : 0;
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

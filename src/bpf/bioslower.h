@@ -18,6 +18,7 @@ struct slow_event {
 	__u32 cmd_flags; /* op and flags (REQ_OP_* | REQ_*), decoded with the kernel's BTF enums */
 	__s32 stack_id; /* submit -K: kernel stack in the stacks map, else -1 */
 	char comm[16];
+	__u64 cgroup;   /* --per-cgroup: the owner's cgroup at that depth, 0 if unknown */
 };
 
 #endif

@@ -179,7 +179,7 @@ static __always_inline void report(struct start *s, __u32 slot, __u32 op, __u64 
 		count_loss(LOSS_RINGBUF_FULL);
 		return;
 	}
-	id = bpf_get_current_pid_tgid();
+	id = current_ids();
 	e->ts_ns = s->ts + lat;
 	e->lat_ns = lat;
 	e->ret = ret;

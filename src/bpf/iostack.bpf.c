@@ -467,7 +467,7 @@ static __always_inline void record_process(struct call_state *st, __u64 total, _
 	struct proc_key k = {.gen = hist_gen & 1, .op = st->op};
 	struct proc_totals *p;
 
-	k.tgid = bpf_get_current_pid_tgid() >> 32;
+	k.tgid = current_ids() >> 32;
 	p = bpf_map_lookup_elem(&proc_totals, &k);
 	if (!p) {
 		bpf_map_update_elem(&proc_totals, &k, &proc_totals_zero, BPF_NOEXIST);
@@ -500,7 +500,7 @@ static __always_inline void send_journey(struct call_state *st, struct call_io *
 		count_loss(LOSS_RINGBUF_FULL);
 		return;
 	}
-	id = bpf_get_current_pid_tgid();
+	id = current_ids();
 	e->ts_ns = st->last;
 	e->lat_ns = total;
 	for (int i = 0; i < PARTS; i++)

@@ -11,7 +11,7 @@ use crate::common::block::unseen::{DiskTally, UnseenIos};
 use crate::common::block::{
     plan_block_hooks, request_map_entries, BlockHooks, RequestBits, StampChoice,
 };
-use crate::common::cgroup::CgroupFilter;
+use crate::common::cgroup::CgroupOptions;
 use crate::common::cgroup::{names::OTHER, per_cgroup_entries, CgroupNames};
 use crate::common::kernel::plan::AttachPlan;
 use crate::common::kernel::prober::Prober;
@@ -42,10 +42,8 @@ pub struct BiolatOptions {
     pub explain: bool,
     /// `--stamps`: where request starts come from.
     pub stamps: StampChoice,
-    /// `--cgroup`: only I/O charged to this cgroup v2 (src/common/block/charge.rs).
-    pub cgroup: Option<CgroupFilter>,
-    /// `--per-cgroup DEPTH`: a histogram per cgroup v2 the I/O is charged to, at that depth.
-    pub per_cgroup: Option<u32>,
+    /// `--cgroup`, `--per-cgroup`: by the cgroup I/O is charged to (src/common/block/charge.rs).
+    pub cgroups: CgroupOptions,
 }
 
 /// biolat's plan: the block hooks, and how to read requests on this kernel.
@@ -106,12 +104,7 @@ impl Tool for Biolat {
             ),
             false => None,
         };
-        let charge = plan_io_charge(
-            prober,
-            &mut hooks.plan,
-            opts.cgroup.as_ref(),
-            opts.per_cgroup.is_some(),
-        )?;
+        let charge = plan_io_charge(prober, &mut hooks.plan, &opts.cgroups)?;
         Ok(BiolatPlan {
             hooks,
             flags,
@@ -133,7 +126,7 @@ impl Tool for Biolat {
             rodata.per_disk = opts.per_disk;
             rodata.flags_mask = flags.as_ref().map_or(0, |f| f.mask());
             copy_struct("rq_bits", &mut rodata.rq_bits, &plan.accounted)?;
-            let cgroup_only = TaskFilter::default().in_cgroup(opts.cgroup.clone());
+            let cgroup_only = TaskFilter::default().in_cgroup(opts.cgroups.filter.clone());
             copy_struct(
                 "task_filter",
                 &mut rodata.task_filter,
@@ -141,8 +134,8 @@ impl Tool for Biolat {
             )?;
             rodata.charge_by_blkcg = plan.charge.is_some_and(IoCharge::by_blkcg);
             rodata.bio_tp_with_queue = plan.charge.is_some_and(IoCharge::bio_with_queue);
-            rodata.per_cgroup_depth = opts.per_cgroup.unwrap_or(0);
-            if opts.per_cgroup.is_some() {
+            rodata.per_cgroup_depth = opts.cgroups.per_cgroup.unwrap_or(0);
+            if opts.cgroups.per_cgroup.is_some() {
                 // A cgroup's histograms: one, or a few disks' and operations' with -D and -F.
                 let per_cgroup = [opts.per_disk, opts.per_flags]
                     .iter()
@@ -162,7 +155,7 @@ impl Tool for Biolat {
             flags: flags.clone(),
             collector: HistogramCollector::default(),
             disk_names: DiskNames::load(),
-            cgroups: opts.per_cgroup.map(CgroupNames::new),
+            cgroups: opts.cgroups.per_cgroup.map(CgroupNames::new),
         })
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 
+use crate::common::block::charge::{plan_io_charge, IoCharge};
 use crate::common::block::disk::{DiskFilter, DiskNames};
 use crate::common::block::reqflags::RequestFlags;
 use crate::common::block::unseen::UnseenIos;
@@ -14,6 +15,7 @@ use crate::common::block::{
     plan_bio_owner, plan_block_hooks, plan_submit_hooks, QueueStart, RequestBits, StampChoice,
     Stamps,
 };
+use crate::common::cgroup::{CgroupNames, CgroupOptions};
 use crate::common::kernel::plan::AttachPlan;
 use crate::common::kernel::prober::Prober;
 use crate::common::load::events::EventQueue;
@@ -71,6 +73,9 @@ pub struct BioslowerOptions {
     pub explain: bool,
     /// `--stamps`: where request starts come from.
     pub stamps: StampChoice,
+    /// `--cgroup`, `--per-cgroup` (a CGROUP column): by the cgroup I/O is charged to
+    /// (src/common/block/charge.rs).
+    pub cgroups: CgroupOptions,
 }
 
 /// bioslower's plan and the settings that go with it.
@@ -82,6 +87,7 @@ pub struct BioslowerPlan {
     bio_with_queue: bool,
     accounted: RequestBits,
     flags: RequestFlags,
+    charge: Option<IoCharge>,
 }
 
 impl AsRef<AttachPlan> for BioslowerPlan {
@@ -102,7 +108,11 @@ pub struct Bioslower {
     /// Block requests are what /proc/diskstats counts; bio submissions are not.
     unseen: Option<UnseenIos>,
     start_ns: u64,
+    cgroups: Option<CgroupNames>,
 }
+
+/// The CGROUP of an I/O whose owner nobody knows (a flush, a bio queued before tracing).
+const UNKNOWN_CGROUP: &str = "-";
 
 const KERNEL_LOSSES: [Loss; 4] = [
     Loss::RingBufferFull,
@@ -144,6 +154,8 @@ impl Tool for Bioslower {
                 )?;
                 let bio_with_queue = plan_bio_owner(prober, &mut hooks.plan)?;
                 hooks.plan.decide("counted", accounted.describe());
+                // The submitter's hooks are planned already; this adds the reason.
+                let charge = plan_io_charge(prober, &mut hooks.plan, &opts.cgroups)?;
                 BioslowerPlan {
                     plan: hooks.plan,
                     queue_start: hooks.queue_start,
@@ -152,6 +164,7 @@ impl Tool for Bioslower {
                     bio_with_queue,
                     accounted,
                     flags,
+                    charge,
                 }
             }
             Stage::Submit => BioslowerPlan {
@@ -162,6 +175,8 @@ impl Tool for Bioslower {
                 bio_with_queue: false,
                 accounted,
                 flags,
+                // A submission runs in the submitter: its cgroup is the task's.
+                charge: None,
             },
         })
     }
@@ -178,6 +193,8 @@ impl Tool for Bioslower {
             copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
             copy_struct("rq_bits", &mut rodata.rq_bits, &p.accounted)?;
             rodata.want_stack = opts.stacks;
+            rodata.charge_by_blkcg = p.charge.is_some_and(IoCharge::by_blkcg);
+            rodata.per_cgroup_depth = opts.cgroups.per_cgroup.unwrap_or(0);
             open.maps.events.set_max_entries(RINGBUF_BYTES)?;
             let stack_entries = if opts.stacks { STACK_ENTRIES } else { 1 };
             open.maps.stacks.set_max_entries(stack_entries)?;
@@ -198,6 +215,7 @@ impl Tool for Bioslower {
             losses: LossTally::default(),
             unseen,
             start_ns: monotonic_ns(),
+            cgroups: opts.cgroups.per_cgroup.map(CgroupNames::new),
         })
     }
 }
@@ -237,6 +255,10 @@ impl Bioslower {
             lat_ns: raw.lat_ns,
             slept_ms: self.opts.stacks.then(|| ns_to_ms(raw.slept_ns)),
             stack,
+            cgroup: self.cgroups.as_mut().map(|names| match raw.cgroup {
+                0 => UNKNOWN_CGROUP.to_string(),
+                id => names.name(id),
+            }),
         }
     }
 }
@@ -261,7 +283,7 @@ impl EventTool for Bioslower {
     }
 
     fn header(&self) -> String {
-        text_header(self.opts.queued)
+        text_header(self.opts.queued, self.opts.cgroups.per_cgroup.is_some())
     }
 
     fn poll(&mut self, timeout: Option<Duration>) -> Result<(Vec<IoEvent>, Vec<LossEvent>)> {

@@ -7,8 +7,14 @@
  * A tool defines, before its programs run,
  *     bool bio_origin_call(struct bio_origin *o)
  * to add its own notion of the submitter (iostack: the traced call in progress) and say whether
- * to keep the origin at all. The programs bio_queue_{btf,raw} and split_{btf,raw} are planned
- * by src/common/block/mod.rs, plan_bio_owner. */
+ * to keep the origin at all (o->in_cgroup and o->cgroup are set by then).
+ *
+ * The cgroup an I/O belongs to (--cgroup, --per-cgroup; src/common/block/charge.rs) is the
+ * submitter's, recorded here, or, where bios carry their own (charge_by_blkcg), the first
+ * bio's blkcg, read when the request is looked at (origin_cgroup).
+ *
+ * The programs bio_queue_{btf,raw} and split_{btf,raw} are planned by src/common/block/mod.rs,
+ * plan_bio_owner. */
 #ifndef IOSTACK_BIO_ORIGIN_BPF_H
 #define IOSTACK_BIO_ORIGIN_BPF_H
 
@@ -21,11 +27,16 @@
 struct bio_origin {
 	__u64 call;     /* the tool's id of the call that submitted it (iostack), else 0 */
 	__u64 ts;       /* when it entered the block layer */
-	__u64 cgroup;   /* with --per-cgroup, where the submitter's cgroup is counted (biolat) */
+	__u64 cgroup;   /* --per-cgroup: the owner's cgroup at that depth (0: unknown, `other`) */
 	__u32 pid;
 	__u32 tid;
 	char comm[IOSTACK_COMM_LEN];
+	__u32 in_cgroup; /* the owner is in --cgroup's cgroup (1 without --cgroup) */
+	__u32 pad;
 };
+
+/* Set by user space: a bio's blkcg names its owner (IoCharge::Blkcg). */
+const volatile bool charge_by_blkcg = false;
 
 /* block_bio_queue(q, bio) and block_split(q, bio, sector) until 5.11; (bio[, sector]) since.
  * Set from BTF by user space; the untaken branch is pruned by the verifier. */
@@ -49,11 +60,45 @@ static __always_inline bool bio_origin_call(struct bio_origin *o);
 
 static __always_inline void current_origin(struct bio_origin *o)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = current_ids();
 
 	o->pid = id >> 32;
 	o->tid = (__u32)id;
 	bpf_get_current_comm(o->comm, sizeof(o->comm));
+}
+
+/* An owner nobody knows (a request without bios, a bio queued before tracing began): in no
+ * cgroup, so outside --cgroup's and `other` for --per-cgroup. */
+static __always_inline void unknown_cgroup(struct bio_origin *o)
+{
+	o->in_cgroup = !task_filter.cgroup_id;
+	o->cgroup = 0;
+}
+
+/* The submitter's cgroup, at block_bio_queue (where bios carry none of their own). */
+static __always_inline void submitter_cgroup(struct bio_origin *o)
+{
+	struct cgroup *cg;
+
+	o->in_cgroup = 1;
+	if (charge_by_blkcg || (!task_filter.cgroup_id && !per_cgroup_depth))
+		return;
+	cg = current_cgroup();
+	o->in_cgroup = cgroup_selected(cg);
+	if (per_cgroup_depth)
+		o->cgroup = cgroup_at_depth(cg);
+}
+
+/* Where bios carry their cgroup: the request's first bio's, read now, into o. */
+static __always_inline void origin_cgroup(struct bio_origin *o, __u64 bio)
+{
+	struct cgroup *cg;
+
+	if (!charge_by_blkcg)
+		return;
+	cg = bio ? bio_cgroup((struct bio *)bio) : NULL;
+	o->in_cgroup = cgroup_selected(cg);
+	o->cgroup = per_cgroup_depth && cg ? cgroup_at_depth(cg) : 0;
 }
 
 static __always_inline int remember_origin(struct bio *bio)
@@ -63,6 +108,7 @@ static __always_inline int remember_origin(struct bio *bio)
 
 	if (!bio || (filter_dev && !disk_selected(bio_dev(bio))))
 		return 0;
+	submitter_cgroup(&o);
 	if (!bio_origin_call(&o))
 		return 0;
 	current_origin(&o);

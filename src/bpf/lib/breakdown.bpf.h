@@ -314,7 +314,7 @@ static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 	}
 	ov = task_waker ? waker_io_within(s, now) : 0;
 	if (ov) {
-		__u64 pid_tgid = bpf_get_current_pid_tgid();
+		__u64 pid_tgid = current_ids();
 
 		st->via_waker_ns += ov;
 		st->via_pid = pid_tgid >> 32;

@@ -16,6 +16,8 @@ struct task_filter {
 	char comm[IOSTACK_COMM_LEN];
 	__u32 cgroup_level; /* with cgroup_id: its level below the root */
 	__u64 cgroup_id;    /* a cgroup v2 (and its descendants); 0: any */
+	__u64 pidns_dev;    /* the tool's pid namespace, where it is not the initial one: */
+	__u64 pidns_ino;    /* -p/--tid and the pids shown are that namespace's; 0: initial */
 };
 
 const volatile struct task_filter task_filter = {};
@@ -38,6 +40,19 @@ static __always_inline bool comm_equal(const char *a)
 	return true;
 }
 
+/* The running task's (tgid << 32 | tid) as the tool's pid namespace numbers them
+ * (bpf_get_ns_current_pid_tgid, 5.7+); 0 for a task outside that namespace. */
+static __always_inline __u64 current_ids(void)
+{
+	struct bpf_pidns_info ns = {};
+
+	if (!task_filter.pidns_ino)
+		return bpf_get_current_pid_tgid();
+	if (bpf_get_ns_current_pid_tgid(task_filter.pidns_dev, task_filter.pidns_ino, &ns, sizeof(ns)))
+		return 0;
+	return (__u64)ns.tgid << 32 | ns.pid;
+}
+
 /* A task known by its ids and name (e.g. the recorded submitter of an I/O). */
 static __always_inline bool task_selected(__u32 tgid, __u32 tid, const char *comm)
 {
@@ -55,7 +70,7 @@ static __always_inline bool current_selected(void)
 	__u64 id;
 
 	if (task_filter.tgid || task_filter.tid) {
-		id = bpf_get_current_pid_tgid();
+		id = current_ids();
 		if (task_filter.tgid && (id >> 32) != task_filter.tgid)
 			return false;
 		if (task_filter.tid && (__u32)id != task_filter.tid)

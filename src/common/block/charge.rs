@@ -14,7 +14,7 @@
 use anyhow::Result;
 
 use crate::common::block::plan_bio_owner;
-use crate::common::cgroup::CgroupFilter;
+use crate::common::cgroup::{CgroupFilter, CgroupOptions};
 use crate::common::kernel::plan::AttachPlan;
 use crate::common::kernel::prober::Prober;
 
@@ -49,11 +49,10 @@ impl IoCharge {
 pub fn plan_io_charge(
     prober: &Prober,
     plan: &mut AttachPlan,
-    cgroup: Option<&CgroupFilter>,
-    per_cgroup: bool,
+    cgroups: &CgroupOptions,
 ) -> Result<Option<IoCharge>> {
     let root;
-    let cgroup = match (cgroup, per_cgroup) {
+    let cgroup = match (cgroups.filter.as_ref(), cgroups.per_cgroup.is_some()) {
         (Some(c), _) => c,
         (None, true) => {
             root = CgroupFilter::root()?;

@@ -224,6 +224,10 @@ fn plan_queue_start(prober: &Prober, flavor: Flavor, plan: &mut AttachPlan) -> Q
 /// returns whether these tracepoints still pass the request queue first (before 5.11), read from
 /// their BTF prototypes.
 pub fn plan_bio_owner(prober: &Prober, plan: &mut AttachPlan) -> Result<bool> {
+    // Planned already (bioslower, and then its --cgroup charge): the same answer, once.
+    if plan.uses("bio_queue_btf") || plan.uses("bio_queue_raw") {
+        return Ok(prober.tracepoint_arity("block_bio_queue") == Some(2));
+    }
     if !prober.has_tracepoint("block", "block_bio_queue") {
         return Err(anyhow!(
             "this kernel has no block:block_bio_queue tracepoint, which {} needs to know who submitted each I/O",

@@ -35,14 +35,17 @@ pub struct IoEvent {
     /// `-K`: kernel stack, innermost frame first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stack: Option<Vec<String>>,
+    /// `--per-cgroup`: the cgroup the I/O is charged to, cut at the depth asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
 }
 
 pub fn ns_to_ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-/// The column header; QUE(ms) only with `-Q`.
-pub fn text_header(queued: bool) -> String {
+/// The column header; QUE(ms) only with `-Q`, CGROUP only with `--per-cgroup`.
+pub fn text_header(queued: bool, per_cgroup: bool) -> String {
     let mut s = format!(
         "{:<11} {:<15} {:<7} {:<9} {:<4} {:<12} {:<7} ",
         "TIME(s)", "COMM", "PID", "DISK", "T", "SECTOR", "BYTES"
@@ -51,6 +54,9 @@ pub fn text_header(queued: bool) -> String {
         s.push_str(&format!("{:>8} ", "QUE(ms)"));
     }
     s.push_str(&format!("{:>8}", "LAT(ms)"));
+    if per_cgroup {
+        s.push_str(" CGROUP");
+    }
     s
 }
 
@@ -66,7 +72,11 @@ impl IoEvent {
         if let Some(q) = self.queue_ms {
             let _ = write!(s, "{q:>8.3} ");
         }
-        let _ = writeln!(s, "{:>8.3}", self.lat_ms);
+        let _ = write!(s, "{:>8.3}", self.lat_ms);
+        if let Some(cgroup) = &self.cgroup {
+            let _ = write!(s, " {cgroup}");
+        }
+        s.push('\n');
         if let Some(stack) = &self.stack {
             match self.slept_ms {
                 Some(ms) if ms > 0.0 => {
@@ -113,12 +123,13 @@ mod tests {
             lat_ns: 12_345_678,
             slept_ms: None,
             stack: None,
+            cgroup: None,
         }
     }
 
     #[test]
     fn text_has_biosnoops_columns_with_sub_ms_precision() {
-        let header = text_header(false);
+        let header = text_header(false, false);
         let cols: Vec<&str> = header.split_whitespace().collect();
         assert_eq!(
             cols,
@@ -133,8 +144,24 @@ mod tests {
         let mut q = sample();
         q.queue_ms = Some(0.25);
         q.queue_ns = Some(250_000);
-        assert!(text_header(true).contains(" QUE(ms)  LAT(ms)"));
+        assert!(text_header(true, false).contains(" QUE(ms)  LAT(ms)"));
         assert!(q.text().ends_with("   0.250   12.346\n"), "{}", q.text());
+    }
+
+    #[test]
+    fn per_cgroup_adds_a_last_column_and_a_json_field() {
+        assert!(text_header(false, true).ends_with(" LAT(ms) CGROUP"));
+        let mut e = sample();
+        e.cgroup = Some("/system.slice/db.service".into());
+        assert!(
+            e.text().ends_with("  12.346 /system.slice/db.service\n"),
+            "{}",
+            e.text()
+        );
+        assert!(e.json().ends_with(
+            r#""cgroup":"/system.slice/db.service"}
+"#
+        ));
     }
 
     #[test]

@@ -29,9 +29,9 @@ impl CgroupArgs {
 /// `--per-cgroup[=DEPTH]`, which the histogram tools that split by cgroup take.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct PerCgroupArgs {
-    /// A histogram per cgroup v2, cut at DEPTH levels below the root (default 2: a systemd
-    /// service or a container's scope); room for 64 cgroups a report (2048 histograms at
-    /// most), the rest under `other`
+    /// Split by cgroup v2 (a histogram each; in event output, a CGROUP column), cut at DEPTH
+    /// levels below the root (default 2: a systemd service or a container's scope); room for
+    /// 64 cgroups' histograms a report (2048 at most), the rest under `other`
     #[arg(long, value_name = "DEPTH", num_args = 0..=1, require_equals = true,
           default_missing_value = "2", value_parser = parse_depth)]
     pub per_cgroup: Option<u32>,
@@ -47,6 +47,17 @@ fn parse_depth(s: &str) -> std::result::Result<u32, String> {
             "DEPTH is how many levels below the root cgroup to split at, 1 to {MAX_CGROUP_DEPTH}; got '{s}'"
         )),
     }
+}
+
+/// `--cgroup` and `--per-cgroup` together, as the block tools take them.
+pub fn cgroup_options(
+    cgroup: &CgroupArgs,
+    per_cgroup: &PerCgroupArgs,
+) -> Result<crate::common::cgroup::CgroupOptions> {
+    Ok(crate::common::cgroup::CgroupOptions {
+        filter: cgroup.resolve()?,
+        per_cgroup: per_cgroup.per_cgroup_depth()?,
+    })
 }
 
 impl PerCgroupArgs {
@@ -99,6 +110,20 @@ pub struct TaskFilter {
     pub comm: Option<CommFilter>,
     /// A cgroup v2 and its descendants.
     pub cgroup: Option<CgroupFilter>,
+    /// The tool's own pid namespace (dev, inode of /proc/self/ns/pid) where it is not the
+    /// initial one: pids given and shown are that namespace's.
+    pub pid_namespace: Option<(u64, u64)>,
+}
+
+/// The initial pid namespace's inode (PROC_PID_INIT_INO in include/linux/proc_ns.h).
+const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
+
+/// This process's pid namespace, where it is not the initial one (a container's, or
+/// `unshare --pid`): (dev, inode) of /proc/self/ns/pid, as bpf_get_ns_current_pid_tgid takes.
+pub fn own_pid_namespace() -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let ns = std::fs::metadata("/proc/self/ns/pid").ok()?;
+    (ns.ino() != INITIAL_PID_NS).then(|| (ns.dev(), ns.ino()))
 }
 
 /// `struct task_filter` as the BPF side lays it out.
@@ -111,6 +136,8 @@ pub struct BpfTaskFilter {
     pub comm: [u8; COMM_MAX + 1],
     pub cgroup_level: u32,
     pub cgroup_id: u64,
+    pub pidns_dev: u64,
+    pub pidns_ino: u64,
 }
 
 // SAFETY: integers and bytes; any bit pattern is valid.
@@ -130,6 +157,7 @@ impl TaskFilter {
             tid: tid.unwrap_or(0),
             comm: comm.map(CommFilter::parse).transpose()?,
             cgroup: None,
+            pid_namespace: own_pid_namespace(),
         })
     }
 
@@ -146,6 +174,8 @@ impl TaskFilter {
             has_comm: self.comm.is_some() as u32,
             cgroup_level: self.cgroup.as_ref().map_or(0, |c| c.level),
             cgroup_id: self.cgroup.as_ref().map_or(0, |c| c.id),
+            pidns_dev: self.pid_namespace.map_or(0, |(dev, _)| dev),
+            pidns_ino: self.pid_namespace.map_or(0, |(_, ino)| ino),
             ..Default::default()
         };
         if let Some(c) = &self.comm {

@@ -102,6 +102,15 @@ fn open<T: Tool>(name: &str, style: Style, opts: &T::Options, out: &mut Out) -> 
     require_privileges(name)?;
     let prober = Prober::new()?;
     require_memlock(|| prober.enumerator("BPF_FUNC_ktime_get_coarse_ns").is_some())?;
+    if filter::own_pid_namespace().is_some()
+        && prober
+            .enumerator("BPF_FUNC_get_ns_current_pid_tgid")
+            .is_none()
+    {
+        anyhow::bail!(
+            "this runs in a pid namespace of its own, and this kernel cannot tell a task's pid there (no bpf_get_ns_current_pid_tgid, 5.7+): run it in the host's pid namespace (docker run --pid=host, or hostPID: true)"
+        );
+    }
     let mut plan = T::plan(&prober, opts)?;
     let tool = T::open(&prober, &mut plan, opts)?;
     if style.explain {

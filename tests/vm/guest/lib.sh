@@ -98,6 +98,12 @@ cgroup2_dir() {
   mkdir "$_root/$1" && echo "$_root/$1"
 }
 
+# cgroup2_relative DIR: DIR's path relative to the cgroup2 mount (what --cgroup also takes).
+cgroup2_relative() {
+  _root=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+  echo "${1#"$_root"/}"
+}
+
 # in_cgroup DIR COMMAND...: runs COMMAND (a program, not a function) inside cgroup DIR.
 in_cgroup() {
   _cg=$1

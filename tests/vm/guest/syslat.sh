@@ -82,7 +82,7 @@ else
   done
   echo "$wa" >"$cga/cgroup.procs"
   echo "$wb" >"$cgb/cgroup.procs"
-  if tool_start cg_a --cgroup "$cga" -j && tool_start cg_b --cgroup "${cgb#/sys/fs/cgroup/}" -j; then
+  if tool_start cg_a --cgroup "$cga" -j && tool_start cg_b --cgroup "$(cgroup2_relative "$cgb")" -j; then
     kill -USR1 "$wa" "$wb"
     wait "$wa" "$wb"
     tool_stop cg_a
