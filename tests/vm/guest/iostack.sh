@@ -76,6 +76,12 @@ with_helper() {
     _alive=exited
     pid_alive "$_wpid" && _alive="alive, state $(awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$_wpid/stat")"
     log "$_name: breakdown_workload $_wargs printed no ready line in 60 s ($_alive): $(head -c 200 "$IOSTACK_WORK/$_name.wl")"
+    # Where each of its threads is (seen twice in 6.1 under TCG: alive, state R, no line), and
+    # what else runs, for the next time.
+    for _t in /proc/"$_wpid"/task/*; do
+      log "$_name: thread ${_t##*/}: state $(awk '{ sub(/^.*\) /, ""); print $1 }' "$_t/stat" 2>/dev/null), utime+stime $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "$_t/stat" 2>/dev/null) ticks, wchan $(cat "$_t/wchan" 2>/dev/null), syscall $(cut -d' ' -f1-2 "$_t/syscall" 2>/dev/null), stack $(head -4 "$_t/stack" 2>/dev/null | tr '\n' ' ')"
+    done
+    log "$_name: loadavg $(cat /proc/loadavg); busiest: $(top -b -n 1 2>/dev/null | sed -n '5,9p' | tr -s ' ' | tr '\n' ';')"
   fi
   if [ -z "$_tid" ] || ! tool_start "$_name" -j --tid "$_tid" "$@"; then
     kill -KILL "$_wpid" 2>/dev/null
