@@ -83,13 +83,15 @@ fn main() -> ExitCode {
         usage_error("bioslower", "-K needs --stage submit");
     }
     run_main("bioslower", || {
+        // Resolved once: the submit stage filters tasks by it, the block stage I/O's owners.
+        let cgroups = cgroup_options(&cli.cgroup, &cli.per_cgroup)?;
         let opts = BioslowerOptions {
             min_ns: cli.min,
             queued: cli.queued,
             disk: cli.disk.as_deref().map(DiskFilter::parse).transpose()?,
             tasks: TaskFilter::new(cli.pid, None, cli.comm.as_deref())?
-                .in_cgroup(cli.cgroup.resolve()?),
-            cgroups: cgroup_options(&cli.cgroup, &cli.per_cgroup)?,
+                .in_cgroup(cgroups.filter.clone()),
+            cgroups,
             stage: cli.stage,
             stacks: cli.kernel_stack,
             explain: cli.explain,

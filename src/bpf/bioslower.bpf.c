@@ -303,7 +303,7 @@ static __always_inline int submit_exit(void *ctx)
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct submit_start *sp, s;
 	struct slow_event *e;
-	__u64 now;
+	__u64 now, ids;
 
 	sp = bpf_map_lookup_elem(&submits, &tid);
 	if (!sp)
@@ -331,8 +331,9 @@ static __always_inline int submit_exit(void *ctx)
 			      bpf_get_stackid(ctx, &stacks, 0);
 	}
 	/* The submission runs in the submitter's context. */
-	e->pid = current_ids() >> 32;
-	e->tid = (__u32)current_ids();
+	ids = current_ids();
+	e->pid = ids >> 32;
+	e->tid = (__u32)ids;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	e->cgroup = per_cgroup_depth ? cgroup_at_depth(current_cgroup()) : 0;
 	bpf_ringbuf_submit(e, 0);
