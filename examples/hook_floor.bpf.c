@@ -2,7 +2,9 @@
 /* The floors of the cost benchmarks: programs that do nothing, so their cost is the kernel's
  * price of calling any BPF program there. raw_tp on sys_enter/sys_exit (syscall-cost, against
  * syslat), tp_btf on sched_switch, sched_waking and sched_wakeup (iostack-switch-cost, against
- * iostack's scheduler hooks and offcputime). examples/hook_floor.rs loads the set asked for. */
+ * iostack's scheduler hooks and offcputime), tp_btf on block_bio_queue and block_rq_complete
+ * (biolat-cost: one program at completion, plus one where a bio is submitted for a submitter's
+ * cgroup). examples/hook_floor.rs loads the set asked for. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
@@ -32,6 +34,18 @@ int floor_waking(void *ctx)
 
 SEC("tp_btf/sched_wakeup")
 int floor_wakeup(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/block_bio_queue")
+int floor_bio_queue(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int floor_rq_complete(void *ctx)
 {
 	return 0;
 }

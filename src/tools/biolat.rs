@@ -12,7 +12,7 @@ use crate::common::block::{
     plan_block_hooks, request_map_entries, BlockHooks, RequestBits, StampChoice,
 };
 use crate::common::cgroup::CgroupOptions;
-use crate::common::cgroup::{names::OTHER, per_cgroup_entries, CgroupNames};
+use crate::common::cgroup::{fill_task_cgroup_map, names::OTHER, per_cgroup_entries, CgroupNames};
 use crate::common::kernel::plan::AttachPlan;
 use crate::common::kernel::prober::Prober;
 use crate::common::load::maps::{drain_generation, per_cpu_counts, HistogramCollector};
@@ -132,6 +132,7 @@ impl Tool for Biolat {
                 &mut rodata.task_filter,
                 &cgroup_only.to_bpf(),
             )?;
+            fill_task_cgroup_map(&mut open.maps.task_cgroup, opts.cgroups.filter.as_ref())?;
             rodata.charge_by_blkcg = plan.charge.is_some_and(IoCharge::by_blkcg);
             rodata.bio_tp_with_queue = plan.charge.is_some_and(IoCharge::bio_with_queue);
             rodata.per_cgroup_depth = opts.cgroups.per_cgroup.unwrap_or(0);

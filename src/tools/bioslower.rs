@@ -15,7 +15,7 @@ use crate::common::block::{
     plan_bio_owner, plan_block_hooks, plan_submit_hooks, QueueStart, RequestBits, StampChoice,
     Stamps,
 };
-use crate::common::cgroup::{CgroupNames, CgroupOptions};
+use crate::common::cgroup::{fill_task_cgroup_map, CgroupNames, CgroupOptions};
 use crate::common::kernel::plan::AttachPlan;
 use crate::common::kernel::prober::Prober;
 use crate::common::load::events::EventQueue;
@@ -191,6 +191,7 @@ impl Tool for Bioslower {
             rodata.bio_tp_with_queue = p.bio_with_queue;
             rodata.filter_dev = opts.disk.as_ref().map_or(0, |d| d.dev);
             copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
+            fill_task_cgroup_map(&mut open.maps.task_cgroup, opts.tasks.cgroup.as_ref())?;
             copy_struct("rq_bits", &mut rodata.rq_bits, &p.accounted)?;
             rodata.want_stack = opts.stacks;
             rodata.charge_by_blkcg = p.charge.is_some_and(IoCharge::by_blkcg);

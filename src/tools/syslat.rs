@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::common::cgroup::{names::OTHER, per_cgroup_entries, CgroupNames};
+use crate::common::cgroup::{fill_task_cgroup_map, names::OTHER, per_cgroup_entries, CgroupNames};
 use crate::common::kernel::plan::AttachPlan;
 use crate::common::kernel::prober::Prober;
 use crate::common::kernel::syscalls::{fill_syscall_slots, plan_syscall_hooks, Attach, TracedOp};
@@ -135,6 +135,7 @@ fn load(
         rodata.per_task = per_task;
         fill_syscall_slots(&mut rodata.sys_slot, &opts.ops)?;
         copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
+        fill_task_cgroup_map(&mut open.maps.task_cgroup, opts.tasks.cgroup.as_ref())?;
         rodata.failed_only = opts.failed;
         rodata.per_cgroup_depth = opts.per_cgroup.unwrap_or(0);
         if opts.per_cgroup.is_some() {

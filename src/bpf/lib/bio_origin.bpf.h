@@ -78,15 +78,12 @@ static __always_inline void unknown_cgroup(struct bio_origin *o)
 /* The submitter's cgroup, at block_bio_queue (where bios carry none of their own). */
 static __always_inline void submitter_cgroup(struct bio_origin *o)
 {
-	struct cgroup *cg;
-
 	o->in_cgroup = 1;
-	if (charge_by_blkcg || (!task_filter.cgroup_id && !per_cgroup_depth))
+	if (charge_by_blkcg)
 		return;
-	cg = current_cgroup();
-	o->in_cgroup = cgroup_selected(cg);
-	if (per_cgroup_depth)
-		o->cgroup = cgroup_at_depth(cg);
+	o->in_cgroup = current_in_cgroup();
+	if (per_cgroup_depth && o->in_cgroup)
+		o->cgroup = cgroup_at_depth(current_cgroup());
 }
 
 /* Where bios carry their cgroup: the request's first bio's, read now, into o. */

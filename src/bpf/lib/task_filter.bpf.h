@@ -22,6 +22,23 @@ struct task_filter {
 
 const volatile struct task_filter task_filter = {};
 
+/* --cgroup's cgroup, for the running task's side of the filter: a one-slot cgroup array that
+ * user space fills before load (src/common/cgroup/task_map.rs). bpf_current_task_under_cgroup
+ * is one helper call, where the CO-RE walk of cgroup_selected(current_cgroup()) is five or six
+ * probe reads. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} task_cgroup SEC(".maps");
+
+/* Whether the running task lies in --cgroup's cgroup (true without one). */
+static __always_inline bool current_in_cgroup(void)
+{
+	return !task_filter.cgroup_id || bpf_current_task_under_cgroup(&task_cgroup, 0) == 1;
+}
+
 /* Whether cg lies in --cgroup's cgroup (true without one). */
 static __always_inline bool cgroup_selected(struct cgroup *cg)
 {
@@ -76,7 +93,7 @@ static __always_inline bool current_selected(void)
 		if (task_filter.tid && (__u32)id != task_filter.tid)
 			return false;
 	}
-	if (task_filter.cgroup_id && !cgroup_selected(current_cgroup()))
+	if (!current_in_cgroup())
 		return false;
 	if (!task_filter.has_comm)
 		return true;
