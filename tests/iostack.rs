@@ -449,6 +449,8 @@ fn bad_input_is_a_one_line_error() {
         (vec!["0"], "interval"),
         (vec!["--fs", "nosuchfs"], "unknown filesystem 'nosuchfs'"),
         (vec!["-P", "--slow", "10"], "choose one"),
+        (vec!["-P", "--per-cgroup"], "choose one"),
+        (vec!["--per-cgroup=0"], "DEPTH"),
         (vec!["--slow", "soon"], "not a latency"),
     ] {
         let out = run("iostack", &args);
@@ -492,4 +494,49 @@ fn a_cgroup_shows_exactly_the_calls_of_its_tasks() {
         .collect();
     let want = [("open", 2), ("read", 20), ("write", 5)].map(|(o, n)| (o.to_string(), n));
     assert_eq!(calls, want, "{out}");
+}
+
+#[test]
+fn per_cgroup_splits_the_calls_exactly_by_cgroup_and_loses_none() {
+    let _g = serial();
+    require_root();
+    let (a, b) = (Cgroup2::new("a"), Cgroup2::new("b"));
+    let in_a = Helper::start("syscall_workload", &["20", "5", "0", "2"]);
+    let in_b = Helper::start("syscall_workload", &["70", "9", "0", "4"]);
+    a.adopt(in_a.pid);
+    b.adopt(in_b.pid);
+    let tool = Running::start("iostack", &["--per-cgroup", "-j"]);
+    in_a.run();
+    in_b.run();
+    let (code, out, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+    let r = report(&out);
+    let rows = r["cgroups"].as_array().expect("a cgroups array");
+    let name = |c: &Cgroup2| format!("/{}", c.dir.file_name().unwrap().to_string_lossy());
+    let of = |c: &Cgroup2| -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = rows
+            .iter()
+            .filter(|row| row["cgroup"] == name(c).as_str())
+            .map(|row| {
+                let op = row["op"].as_str().unwrap().to_string();
+                (op, row["calls"].as_u64().unwrap())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let want = |o: u64, rd: u64, w: u64| {
+        [("open", o), ("read", rd), ("write", w)].map(|(op, n)| (op.to_string(), n))
+    };
+    assert_eq!(of(&a), want(2, 20, 5), "{out}");
+    assert_eq!(of(&b), want(4, 70, 9), "{out}");
+    // Every call of the machine is in exactly one row of its operation.
+    for (op, v) in ops(&r) {
+        let in_rows: u64 = rows
+            .iter()
+            .filter(|row| row["op"] == op.as_str())
+            .map(|row| row["calls"].as_u64().unwrap())
+            .sum();
+        assert_eq!(in_rows, v["calls"].as_u64().unwrap(), "{op}: {out}");
+    }
 }

@@ -235,6 +235,7 @@ fn fnlat_plan(k: &Kernel, name: &'static str, layer: Layer) -> Result<Vec<String
         unit: Unit::Usecs,
         per_fs: false,
         min_ns: None,
+        per_cgroup: None,
     };
     let plan = Fnlat::plan(&prober(k), &opts).map_err(|e| e.to_string())?;
     Ok(layer
@@ -314,6 +315,7 @@ fn iostack_plans_the_scheduler_the_block_layer_and_the_layers_each_kernel_has() 
             None,
             Some("ext4".into()),
             false,
+            None,
             None,
             Unit::Usecs,
         )

@@ -7,7 +7,7 @@ use clap::Args;
 
 use iostack::common::block::disk::DiskFilter;
 use iostack::common::report::hist::Unit;
-use iostack::common::run::filter::TaskArgs;
+use iostack::common::run::filter::{PerCgroupArgs, TaskArgs};
 use iostack::common::run::threshold::parse_threshold;
 use iostack::common::run::{self, cli, error, Style};
 use iostack::tools::iostack::{Iostack, IostackOptions, NAME};
@@ -22,6 +22,7 @@ const EXAMPLES: &str = "Examples:
   iostack -d nvme0n1         only calls on files of nvme0n1, and its I/O
   iostack --fs ext4 -m       only calls on ext4 files, in milliseconds
   iostack -P 1               every second, the 10 processes with the most time in I/O calls
+  iostack --per-cgroup 5     every 5 seconds, a row per service or container (cgroup v2) and operation
   iostack --slow 10          each call slower than 10 ms as it ends: its layers, its time, its I/O
   iostack --slow 10 -j       the same as one JSON object per call
   iostack --explain          which kernel hooks would be used, which layers cannot be, and why";
@@ -44,6 +45,9 @@ struct IostackArgs {
     #[arg(short = 'P', long)]
     per_process: bool,
 
+    #[command(flatten)]
+    per_cgroup: PerCgroupArgs,
+
     /// Print each call slower than this as it ends, instead of reports: milliseconds (10,
     /// 0.5) or with a unit (500us, 2s); 0 prints every call
     #[arg(long, value_name = "MS", value_parser = parse_threshold)]
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
             a.disk.as_deref().map(DiskFilter::parse).transpose()?,
             a.fs.clone(),
             a.per_process,
+            a.per_cgroup.per_cgroup_depth()?,
             a.slow,
             Unit::from_millis_flag(common.milliseconds),
         )?;

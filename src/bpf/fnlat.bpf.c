@@ -15,6 +15,7 @@
 #include "lib/hist.bpf.h"
 #include "lib/losses.bpf.h"
 #include "lib/task_filter.bpf.h"
+#include "lib/per_cgroup.bpf.h"
 #include "lib/file.bpf.h"
 #include "fnlat.h"
 
@@ -81,6 +82,15 @@ struct {
 	__type(key, struct fnlat_key);
 	__type(value, struct hist);
 } hists SEC(".maps");
+
+/* --per-cgroup (lib/per_cgroup.bpf.h): sized by user space; a call no cgroup's histogram has
+ * room for goes to the histograms above, shown as `other`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct fnlat_key);
+	__type(value, struct hist);
+} cgroup_hists SEC(".maps");
 
 /* Otherwise one per slot, index generation * FNLAT_SLOTS + slot: an array lookup, without
  * hashing. Per slot rather than per op so that each histogram has a single writer, the slot's
@@ -188,6 +198,7 @@ static __always_inline void report(struct start *s, __u32 slot, __u32 op, __u64 
 	e->tid = (__u32)id;
 	e->op = op;
 	e->pad = 0;
+	e->cgroup = per_cgroup_depth ? cgroup_at_depth(current_cgroup()) : 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	__builtin_memset(e->fs, 0, sizeof(e->fs));
 	__builtin_memset(e->file, 0, sizeof(e->file));
@@ -241,12 +252,19 @@ static __always_inline int fn_exit(void *ctx, long ret, __u32 slot)
 		report(&s, slot, op, now - s.ts, ret);
 		return 0;
 	}
-	if (per_fs) {
-		hk.gen = hist_gen & 1;
-		hk.slot = slot;
+	hk.gen = hist_gen & 1;
+	hk.slot = slot;
+	if (per_fs)
 		fs_name(hk.fs, s.obj, slots[slot].kind);
+	h = NULL;
+	if (per_cgroup_depth) {
+		hk.cgroup = cgroup_at_depth(current_cgroup());
+		h = cgroup_hist(&cgroup_hists, &hk);
+		hk.cgroup = 0;
+	}
+	if (!h && per_fs)
 		h = hist_get(&hists, &hk);
-	} else {
+	if (!h && !per_fs) {
 		__u32 i = (hist_gen & 1) * FNLAT_SLOTS + slot;
 
 		h = bpf_map_lookup_elem(&slot_hists, &i);

@@ -10,11 +10,12 @@
 #define FNLAT_OPS 16
 #define FNLAT_NAME_LEN 32
 
-/* --per-fs histograms. Keyed by slot, not op: each histogram then has one writer (the slot's
+/* --per-fs and --per-cgroup histograms. Keyed by slot, not op: each histogram then has one writer (the slot's
  * exit program), and user space adds the slots of an op together. */
 struct fnlat_key {
 	__u32 gen;                  /* double-buffer generation, see lib/hist.bpf.h */
 	__u32 slot;
+	__u64 cgroup;               /* --per-cgroup: the caller's cgroup at that depth, else 0 */
 	char fs[FN_FS_LEN];         /* --per-fs: the superblock's filesystem type, else empty */
 };
 
@@ -24,6 +25,7 @@ struct fnlat_event {
 	__u64 lat_ns;
 	__s64 ret;      /* bytes for reads and writes, else the return value */
 	__s64 pos;      /* file position at entry, -1 if unknown */
+	__u64 cgroup;   /* --per-cgroup: the caller's cgroup at that depth, else 0 */
 	__u32 pid;
 	__u32 tid;
 	__u32 op;

@@ -28,7 +28,7 @@
 #define FN_SLOTS IOSTACK_FN_SLOTS
 #include "lib/fn_slots.bpf.h"
 
-/* -P: totals per process. */
+/* -P: totals per process; --per-cgroup (per_cgroup_depth, lib/per_cgroup.bpf.h): per cgroup. */
 const volatile bool per_process = false;
 /* --slow: journeys of calls at least this slow (want_journeys), instead of histograms. */
 const volatile bool want_journeys = false;
@@ -45,7 +45,7 @@ const volatile bool switch_has_state = true;
 /* Reserved so that the types reach the generated skeleton. */
 struct journey _journey = {};
 struct layer_key _layer_key = {};
-struct proc_key _proc_key = {};
+struct group_key _group_key = {};
 
 THREAD_STATE(calls, struct call_state, 32768)
 
@@ -76,15 +76,16 @@ struct {
 	__type(value, struct hist);
 } fs_hists SEC(".maps");
 
-/* -P only; user space sizes it (1 entry otherwise). */
+/* -P or --per-cgroup only; user space sizes it (1 entry otherwise). A call that finds no room
+ * is in its operation's totals all the same: user space shows the difference as `other`. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 8192);
-	__type(key, struct proc_key);
-	__type(value, struct proc_totals);
-} proc_totals SEC(".maps");
+	__type(key, struct group_key);
+	__type(value, struct group_totals);
+} group_totals SEC(".maps");
 
-const struct proc_totals proc_totals_zero = {};
+const struct group_totals group_totals_zero = {};
 
 /* --slow only; user space sizes it (one page otherwise). */
 struct {
@@ -462,21 +463,30 @@ static __always_inline void record_fs_layer(__u32 op, const char *fs, __u64 ns)
 		hist_record_exclusive(h, ns);
 }
 
-static __always_inline void record_process(struct call_state *st, __u64 total, __u32 ios)
+/* The call's process (-P) or cgroup (--per-cgroup). */
+static __always_inline __u64 call_group(void)
 {
-	struct proc_key k = {.gen = hist_gen & 1, .op = st->op};
-	struct proc_totals *p;
+	return per_process ? current_ids() >> 32 : cgroup_at_depth(current_cgroup());
+}
 
-	k.tgid = current_ids() >> 32;
-	p = bpf_map_lookup_elem(&proc_totals, &k);
+static __always_inline void record_group(struct call_state *st, __u64 total, __u32 ios)
+{
+	struct group_key k = {.gen = hist_gen & 1, .op = st->op, .id = call_group()};
+	struct group_totals *p;
+
+	p = bpf_map_lookup_elem(&group_totals, &k);
 	if (!p) {
-		bpf_map_update_elem(&proc_totals, &k, &proc_totals_zero, BPF_NOEXIST);
-		p = bpf_map_lookup_elem(&proc_totals, &k);
+		bpf_map_update_elem(&group_totals, &k, &group_totals_zero, BPF_NOEXIST);
+		p = bpf_map_lookup_elem(&group_totals, &k);
 		if (!p) {
-			count_loss(LOSS_HIST_FULL);
+			/* -P ranks processes: one missing would rank wrongly, so it is a loss.
+			 * --per-cgroup shows it under `other`. */
+			if (per_process)
+				count_loss(LOSS_HIST_FULL);
 			return;
 		}
-		bpf_get_current_comm(p->comm, sizeof(p->comm));
+		if (per_process)
+			bpf_get_current_comm(p->comm, sizeof(p->comm));
 	}
 	p->calls++;
 	p->total_ns += total;
@@ -517,6 +527,7 @@ static __always_inline void send_journey(struct call_state *st, struct call_io *
 	e->ios = ios;
 	e->via_pid = st->via_pid;
 	e->pad = 0;
+	e->cgroup = per_cgroup_depth ? cgroup_at_depth(current_cgroup()) : 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	__builtin_memcpy(e->via_comm, st->via_comm, sizeof(e->via_comm));
 	__builtin_memcpy(e->fs, st->fs, sizeof(e->fs));
@@ -596,8 +607,8 @@ static __always_inline int on_sys_exit(long id, long ret)
 	io_wait = st->parts[PART_IO_QUEUE] + st->parts[PART_IO_DEVICE] + st->parts[PART_OTHERS_IO];
 	if (io_wait || ios)
 		record_layer(op, LAYER_BLOCK, io_wait);
-	if (per_process)
-		record_process(st, total, ios);
+	if (per_process || per_cgroup_depth)
+		record_group(st, total, ios);
 	return 0;
 }
 

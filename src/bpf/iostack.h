@@ -45,15 +45,15 @@ struct layer_key {
 	char fs[FN_FS_LEN];
 };
 
-/* -P: per process and operation. */
-struct proc_key {
+/* -P: per process and operation (id: the tgid); --per-cgroup: per cgroup and operation (id:
+ * the cgroup's, at its depth). */
+struct group_key {
 	__u32 gen;
-	__u32 tgid;
 	__u32 op;
-	__u32 pad;
+	__u64 id;
 };
 
-struct proc_totals {
+struct group_totals {
 	__u64 calls;
 	__u64 total_ns;
 	__u64 max_ns;
@@ -79,6 +79,7 @@ struct journey {
 	__u32 nreq;
 	__u32 via_pid;         /* the waker its others' I/O went through, if any */
 	__u32 pad;
+	__u64 cgroup;          /* --per-cgroup: the caller's cgroup at its depth, else 0 */
 	char comm[16];
 	char via_comm[16];
 	char fs[FN_FS_LEN];

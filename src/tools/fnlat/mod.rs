@@ -9,17 +9,18 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 
+use crate::common::cgroup::{fill_task_cgroup_map, names::OTHER, per_cgroup_entries, CgroupNames};
 use crate::common::kernel::plan::{AttachPlan, Flavor};
 use crate::common::kernel::prober::Prober;
 use crate::common::load::events::EventQueue;
-use crate::common::load::maps::HistogramCollector;
+use crate::common::load::maps::{drain_array_generation, drain_generation, HistogramCollector};
 use crate::common::load::{c_str, copy_struct, load_planned, mapped, Loaded};
 use crate::common::losses::{
     event_losses, read_kernel_losses, Loss, LossEvent, LossTally, Noun, SkippedRuns, CALLS,
 };
 use crate::common::report::hist::{LatencyHistogram, Unit};
 use crate::common::report::{local_hms, HistogramReport, LabeledHistogram};
-use crate::common::run::filter::{TaskArgs, TaskFilter};
+use crate::common::run::filter::{PerCgroupArgs, TaskArgs, TaskFilter};
 use crate::common::run::{EventTool, HistogramTool, Tool};
 use slots::{plan_slot, FnSlot, SLOTS};
 
@@ -87,6 +88,9 @@ pub struct FnlatOptions {
     pub per_fs: bool,
     /// `--min`: print each operation slower than this (ns) instead of histograms.
     pub min_ns: Option<u64>,
+    /// `--per-cgroup DEPTH`: a histogram per cgroup v2 at that depth (a CGROUP column with
+    /// `--min`).
+    pub per_cgroup: Option<u32>,
 }
 
 /// fnlat's plan: the attach plan and what each slot counts.
@@ -114,6 +118,7 @@ pub struct Fnlat {
     /// The runs of its exit programs (fexit, kretprobe) the kernel skipped are calls lost; a
     /// skipped entry shows at the exit as `no_start`.
     skipped: SkippedRuns,
+    cgroups: Option<CgroupNames>,
 }
 
 const HISTOGRAM_LOSSES: [Loss; 4] = [Loss::NoStart, Loss::StartFull, Loss::HistFull, Loss::Clock];
@@ -213,6 +218,7 @@ impl Tool for Fnlat {
                     .map(|p| p.program)
                     .collect(),
             ),
+            cgroups: opts.per_cgroup.map(CgroupNames::new),
         })
     }
 }
@@ -240,7 +246,16 @@ fn load(
         rodata.per_fs = opts.per_fs;
         rodata.want_events = events;
         rodata.min_ns = opts.min_ns.unwrap_or(0);
+        rodata.per_cgroup_depth = opts.per_cgroup.unwrap_or(0);
+        if opts.per_cgroup.is_some() && !events {
+            // A cgroup's histograms: one per slot, or a few filesystems' each with --per-fs.
+            let per_cgroup = plan.slots.len() as u32 * if opts.per_fs { 4 } else { 1 };
+            open.maps
+                .cgroup_hists
+                .set_max_entries(per_cgroup_entries(per_cgroup))?;
+        }
         copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
+        fill_task_cgroup_map(&mut open.maps.task_cgroup, opts.tasks.cgroup.as_ref())?;
         for (dst, src) in rodata.slots.iter_mut().zip(&plan.slots) {
             copy_struct("fn_slot", dst, src)?;
         }
@@ -309,37 +324,52 @@ impl HistogramTool for Fnlat {
             Some(h) => h.hist.merge(&hist),
             None => histograms.push(LabeledHistogram { labels, hist }),
         };
+        let gen = self.collector.flip(&mut bss.hist_gen);
+        let mut losses = self.collector.losses(&bss.losses, &HISTOGRAM_LOSSES);
+        let maps = &self.loaded.skel.maps;
+        // With --per-cgroup, the plain histograms are the calls no cgroup's had room for.
+        let other = self.cgroups.as_ref().map(|_| OTHER.to_string());
+        let fs_label = |key: &types::fnlat_key| match self.opts.per_fs {
+            true => vec![("fs", c_str(&key.fs))],
+            false => vec![],
+        };
         if self.opts.per_fs {
-            let hists = &self.loaded.skel.maps.hists;
-            for (key_bytes, hist) in self.collector.drain(&mut bss.hist_gen, hists)? {
-                let mut key = types::fnlat_key::default();
-                plain::copy_from_bytes(&mut key, &key_bytes)
-                    .map_err(|e| anyhow!("bad histogram key: {e:?}"))?;
-                add(
-                    vec![("op", op_name(key.slot)), ("fs", c_str(&key.fs))],
-                    hist,
-                );
+            for (key_bytes, hist) in drain_generation(&maps.hists, gen)? {
+                let key = histogram_key(&key_bytes)?;
+                let cgroup = other.iter().map(|o| ("cgroup", o.clone()));
+                let labels = cgroup
+                    .chain([("op", op_name(key.slot))])
+                    .chain(fs_label(&key));
+                add(labels.collect(), hist);
             }
         } else {
-            let hists = &self.loaded.skel.maps.slot_hists;
-            let drained = self
-                .collector
-                .drain_array(&mut bss.hist_gen, hists, SLOTS as u32)?;
-            for (slot, hist) in drained {
-                add(vec![("op", op_name(slot))], hist);
+            for (slot, hist) in drain_array_generation(&maps.slot_hists, gen, SLOTS as u32)? {
+                let cgroup = other.iter().map(|o| ("cgroup", o.clone()));
+                add(cgroup.chain([("op", op_name(slot))]).collect(), hist);
             }
         }
-        let mut losses = self.collector.losses(&bss.losses, &HISTOGRAM_LOSSES);
+        if let Some(names) = &mut self.cgroups {
+            for (key_bytes, hist) in drain_generation(&maps.cgroup_hists, gen)? {
+                let key = histogram_key(&key_bytes)?;
+                let labels = [
+                    ("cgroup", names.name(key.cgroup)),
+                    ("op", op_name(key.slot)),
+                ];
+                add(labels.into_iter().chain(fs_label(&key)).collect(), hist);
+            }
+        }
         losses.push((Loss::Skipped, self.new_skipped()));
-        // In the table's order of operations, then by filesystem.
+        // By cgroup, then in the table's order of operations, then by filesystem.
         let order = |h: &LabeledHistogram| {
+            let label = |name| h.labels.iter().find(|l| l.0 == name).map(|l| l.1.clone());
+            let op = label("op");
             let op = self
                 .opts
                 .layer
                 .ops
                 .iter()
-                .position(|o| o.name == h.labels[0].1);
-            (op, h.labels.get(1).map(|l| l.1.clone()))
+                .position(|o| Some(o.name) == op.as_deref());
+            (label("cgroup"), op, label("fs"))
         };
         histograms.sort_by_key(order);
         Ok(HistogramReport {
@@ -353,6 +383,13 @@ impl HistogramTool for Fnlat {
             totals: true,
         })
     }
+}
+
+/// A histogram's key as the kernel wrote it.
+fn histogram_key(bytes: &[u8]) -> Result<types::fnlat_key> {
+    let mut key = types::fnlat_key::default();
+    plain::copy_from_bytes(&mut key, bytes).map_err(|e| anyhow!("bad histogram key: {e:?}"))?;
+    Ok(key)
 }
 
 /// One operation slower than `--min`.
@@ -371,9 +408,15 @@ pub struct SlowCall {
     pub lat_ns: u64,
     pub fs: String,
     pub file: String,
+    /// `--per-cgroup`: the caller's cgroup, cut at its depth.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
     #[serde(skip)]
     letter: char,
 }
+
+/// The width of `--min`'s CGROUP column (longer paths push the file name right).
+const CGROUP_WIDTH: usize = 24;
 
 impl EventTool for Fnlat {
     type Event = SlowCall;
@@ -389,8 +432,12 @@ impl EventTool for Fnlat {
     }
 
     fn header(&self) -> String {
+        let cgroup = match self.cgroups {
+            Some(_) => format!("{:<CGROUP_WIDTH$} ", "CGROUP"),
+            None => String::new(),
+        };
         format!(
-            "{:<8} {:<15} {:<7} {} {:>7} {:>8} {:>9} {:<6} FILENAME",
+            "{:<8} {:<15} {:<7} {} {:>7} {:>8} {:>9} {:<6} {cgroup}FILENAME",
             "TIME", "COMM", "PID", "T", "BYTES", "OFF_KB", "LAT(ms)", "FS"
         )
     }
@@ -402,6 +449,7 @@ impl EventTool for Fnlat {
             .context("fnlat: no event queue without --min")?;
         let raw = queue.take(timeout)?;
         let time = local_hms();
+        let names = &mut self.cgroups;
         let events = raw
             .iter()
             .map(|e| {
@@ -419,6 +467,7 @@ impl EventTool for Fnlat {
                     lat_ns: e.lat_ns,
                     fs: c_str(&e.fs),
                     file: c_str(&e.file),
+                    cgroup: names.as_mut().map(|n| n.name(e.cgroup)),
                 }
             })
             .collect();
@@ -453,8 +502,12 @@ impl EventTool for Fnlat {
         } else {
             "-".into()
         };
+        let cgroup = match &e.cgroup {
+            Some(c) => format!("{c:<CGROUP_WIDTH$} "),
+            None => String::new(),
+        };
         format!(
-            "{:<8} {:<15} {:<7} {} {:>7} {:>8} {:>9.3} {:<6} {}\n",
+            "{:<8} {:<15} {:<7} {} {:>7} {:>8} {:>9.3} {:<6} {cgroup}{}\n",
             e.time, e.comm, e.pid, e.letter, bytes, off_kb, e.lat_ms, e.fs, e.file
         )
     }
@@ -478,6 +531,9 @@ pub struct FnlatArgs {
     /// (10, 0.5) or with a unit (500us, 2s); 0 prints every operation
     #[arg(long, value_name = "MIN", value_parser = crate::common::run::threshold::parse_threshold)]
     pub min: Option<u64>,
+
+    #[command(flatten)]
+    pub per_cgroup: PerCgroupArgs,
 }
 
 impl FnlatArgs {
@@ -496,6 +552,7 @@ impl FnlatArgs {
             unit: Unit::from_millis_flag(common.milliseconds),
             per_fs,
             min_ns: self.min,
+            per_cgroup: self.per_cgroup.per_cgroup_depth()?,
         })
     }
 }

@@ -53,6 +53,9 @@ pub struct Journey {
     /// Block I/Os it waited for; `ios` counts them all, `io` lists the first ones.
     pub ios: u32,
     pub io: Vec<JourneyIo>,
+    /// `--per-cgroup`: the caller's cgroup, cut at its depth.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
 }
 
 fn breakdown_json<S: serde::Serializer>(b: &Breakdown, s: S) -> Result<S::Ok, S::Error> {
@@ -75,8 +78,12 @@ impl Journey {
             (fd, true) => format!(" fd {fd}"),
             (fd, false) => format!(" fd {fd} {}", self.file),
         };
+        let cgroup = match &self.cgroup {
+            Some(c) => format!(" in {c}"),
+            None => String::new(),
+        };
         let mut s = format!(
-            "{} {} {}/{} {}({}){file} {ret} {} ms\n",
+            "{} {} {}/{}{cgroup} {}({}){file} {ret} {} ms\n",
             self.time,
             self.comm,
             self.pid,

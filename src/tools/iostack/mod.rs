@@ -18,6 +18,7 @@ use anyhow::{anyhow, Context, Result};
 use crate::common::block::disk::{DiskFilter, DiskNames};
 use crate::common::block::request_map_entries;
 use crate::common::block::unseen::{DiskTally, UnseenIos};
+use crate::common::cgroup::{fill_task_cgroup_map, names::OTHER, per_cgroup_entries, CgroupNames};
 use crate::common::kernel::prober::Prober;
 use crate::common::kernel::syscalls::{self, fill_syscall_slots, TracedOp};
 use crate::common::load::events::EventQueue;
@@ -38,7 +39,7 @@ use crate::common::run::{EventTool, IntervalTool, Tool};
 use breakdown::{Breakdown, PARTS};
 use journey::{Journey, JourneyIo};
 use plan::IostackPlan;
-use report::{IostackReport, Layer, OpReport, ProcessRow};
+use report::{CgroupRow, IostackReport, Layer, OpReport, ProcessRow};
 
 crate::bpf_skeleton!(
     "iostack",
@@ -47,8 +48,8 @@ crate::bpf_skeleton!(
     fn_slot,
     op_totals,
     layer_key,
-    proc_key,
-    proc_totals,
+    group_key,
+    group_totals,
     journey
 );
 use skel::{types, IostackSkel, IostackSkelBuilder};
@@ -78,6 +79,8 @@ pub struct IostackOptions {
     pub fs: Option<String>,
     /// `-P`: per process.
     pub per_process: bool,
+    /// `--per-cgroup DEPTH`: per cgroup v2 at that depth (a row each, and a journey's cgroup).
+    pub per_cgroup: Option<u32>,
     /// `--slow`: each call at least this slow (ns), as its journey, instead of reports.
     pub slow_ns: Option<u64>,
     pub unit: Unit,
@@ -91,6 +94,7 @@ impl IostackOptions {
         disk: Option<DiskFilter>,
         fs: Option<String>,
         per_process: bool,
+        per_cgroup: Option<u32>,
         slow_ns: Option<u64>,
         unit: Unit,
     ) -> Result<IostackOptions> {
@@ -102,12 +106,18 @@ impl IostackOptions {
                 "-P reports per process every interval, --slow prints calls as they end: choose one"
             ));
         }
+        if per_process && per_cgroup.is_some() {
+            return Err(anyhow!(
+                "-P splits the calls by process, --per-cgroup by cgroup: choose one (with -P, --cgroup limits it to one cgroup)"
+            ));
+        }
         Ok(IostackOptions {
             ops: syscalls::select(&[], false)?,
             tasks,
             disk,
             fs,
             per_process,
+            per_cgroup,
             slow_ns,
             unit,
         })
@@ -145,6 +155,8 @@ pub struct Iostack {
     unwaited_shown: [u64; 6],
     queue: Option<EventQueue<types::journey>>,
     losses: LossTally,
+    /// `--per-cgroup`: cgroup ids back to paths.
+    cgroups: Option<CgroupNames>,
 }
 
 /// Every kind of loss iostack can report.
@@ -200,6 +212,7 @@ impl Tool for Iostack {
             unwaited_shown: [0; 6],
             queue,
             losses: LossTally::default(),
+            cgroups: opts.per_cgroup.map(CgroupNames::new),
         })
     }
 }
@@ -243,11 +256,13 @@ fn load(
             4096
         };
         open.maps.events.set_max_entries(ring)?;
-        if !opts.per_process {
-            open.maps.proc_totals.set_max_entries(1)?;
-        } else {
-            open.maps.proc_totals.set_max_entries(PROC_ENTRIES)?;
-        }
+        let groups = match (opts.per_process, opts.per_cgroup) {
+            _ if opts.slow_ns.is_some() => 1,
+            (true, _) => PROC_ENTRIES,
+            (false, Some(_)) => per_cgroup_entries(opts.ops.len() as u32),
+            (false, None) => 1,
+        };
+        open.maps.group_totals.set_max_entries(groups)?;
         if plan.stamps == crate::common::block::Stamps::Ours {
             open.maps.starts.set_max_entries(request_map_entries())?;
         } else {
@@ -259,6 +274,7 @@ fn load(
         rodata.unit_lg = opts.unit.lg();
         fill_syscall_slots(&mut rodata.sys_slot, &opts.ops)?;
         copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
+        fill_task_cgroup_map(&mut open.maps.task_cgroup, opts.tasks.cgroup.as_ref())?;
         copy_struct("rq_bits", &mut rodata.rq_bits, &plan.accounted)?;
         for (dst, src) in rodata.slots.iter_mut().zip(&plan.slots) {
             copy_struct("fn_slot", dst, src)?;
@@ -273,6 +289,7 @@ fn load(
         rodata.req_op_write = plan.req_op_write;
         rodata.req_op_discard = plan.req_op_discard;
         rodata.per_process = opts.per_process;
+        rodata.per_cgroup_depth = opts.per_cgroup.unwrap_or(0);
         rodata.want_journeys = opts.slow_ns.is_some();
         rodata.slow_ns = opts.slow_ns.unwrap_or(0);
         rodata.open_op = opts.open_op();
@@ -304,7 +321,14 @@ fn add_op_totals(sum: &mut types::op_totals, one: &types::op_totals) {
     sum.ios += one.ios;
 }
 
-fn add_proc_totals(sum: &mut types::proc_totals, one: &types::proc_totals) {
+/// A -P or --per-cgroup row's key as the kernel wrote it.
+fn group_key(bytes: &[u8]) -> Result<types::group_key> {
+    let mut key = types::group_key::default();
+    plain::copy_from_bytes(&mut key, bytes).map_err(|e| anyhow!("bad group key: {e:?}"))?;
+    Ok(key)
+}
+
+fn add_group_totals(sum: &mut types::group_totals, one: &types::group_totals) {
     sum.calls += one.calls;
     sum.total_ns += one.total_ns;
     sum.max_ns = sum.max_ns.max(one.max_ns);
@@ -354,19 +378,72 @@ impl Iostack {
             .collect())
     }
 
+    /// `--per-cgroup`: a row per cgroup and operation, and per operation an `other` row for
+    /// its calls whose cgroup found no room in the kernel's map (the operation's totals less
+    /// its cgroups' rows: nothing is lost). By cgroup, then in the table's order of operations.
+    fn cgroup_rows(
+        &mut self,
+        drained: Vec<(Vec<u8>, types::group_totals)>,
+        ops: &[OpReport],
+    ) -> Result<Vec<CgroupRow>> {
+        let names = self
+            .cgroups
+            .as_mut()
+            .context("internal: --per-cgroup without cgroup names")?;
+        let mut rows = Vec::new();
+        for (key_bytes, t) in drained {
+            let key = group_key(&key_bytes)?;
+            rows.push(CgroupRow {
+                cgroup: names.name(key.id),
+                op: self.opts.op_name(key.op),
+                calls: t.calls,
+                max_ns: Some(t.max_ns),
+                ios: t.ios,
+                breakdown: Breakdown {
+                    parts: t.parts,
+                    via_waker_ns: 0,
+                },
+            });
+        }
+        for op in ops {
+            let mut other = CgroupRow {
+                cgroup: OTHER.to_string(),
+                op: op.op.clone(),
+                calls: op.calls,
+                max_ns: None,
+                ios: op.ios,
+                breakdown: Breakdown {
+                    parts: op.breakdown.parts,
+                    via_waker_ns: 0,
+                },
+            };
+            for r in rows.iter().filter(|r| r.op == op.op) {
+                other.calls = other.calls.saturating_sub(r.calls);
+                other.ios = other.ios.saturating_sub(r.ios);
+                for (o, p) in other.breakdown.parts.iter_mut().zip(r.breakdown.parts) {
+                    *o = o.saturating_sub(p);
+                }
+            }
+            if other.calls > 0 {
+                rows.push(other);
+            }
+        }
+        let order = |r: &CgroupRow| self.opts.ops.iter().position(|x| x.label == r.op);
+        rows.sort_by(|a, b| a.cgroup.cmp(&b.cgroup).then(order(a).cmp(&order(b))));
+        Ok(rows)
+    }
+
     fn new_skipped(&mut self) -> u64 {
         use libbpf_rs::skel::Skel as _;
         self.skipped.take(self.loaded.skel.object())
     }
 
-    fn processes(&self, drained: Vec<(Vec<u8>, types::proc_totals)>) -> Result<Vec<ProcessRow>> {
+    fn processes(&self, drained: Vec<(Vec<u8>, types::group_totals)>) -> Result<Vec<ProcessRow>> {
         let mut rows = Vec::new();
         for (key_bytes, t) in drained {
-            let mut key = types::proc_key::default();
-            plain::copy_from_bytes(&mut key, &key_bytes)
-                .map_err(|e| anyhow!("bad process key: {e:?}"))?;
+            let key = group_key(&key_bytes)?;
             rows.push(ProcessRow {
-                pid: key.tgid,
+                pid: key.id as u32,
                 comm: c_str(&t.comm),
                 op: self.opts.op_name(key.op),
                 calls: t.calls,
@@ -431,12 +508,12 @@ impl IntervalTool for Iostack {
             |h| h.count > 0,
         )?;
         let fs_hists = drain_generation(&maps.fs_hists, gen)?;
-        let procs = match self.opts.per_process {
+        let groups = match self.opts.per_process || self.opts.per_cgroup.is_some() {
             true => Some(drain_percpu_hash(
-                &maps.proc_totals,
+                &maps.group_totals,
                 gen,
-                types::proc_totals::default(),
-                add_proc_totals,
+                types::group_totals::default(),
+                add_group_totals,
             )?),
             false => None,
         };
@@ -480,7 +557,11 @@ impl IntervalTool for Iostack {
         }
         let order = |o: &OpReport| self.opts.ops.iter().position(|x| x.label == o.op);
         ops.sort_by_key(order);
-        let processes = procs.map(|p| self.processes(p)).transpose()?;
+        let (processes, cgroups) = match (groups, self.opts.per_process) {
+            (Some(g), true) => (Some(self.processes(g)?), None),
+            (Some(g), false) => (None, Some(self.cgroup_rows(g, &ops)?)),
+            (None, _) => (None, None),
+        };
         let unwaited = self.new_unwaited()?;
         let accounted = self.accounted()?;
         let kernel = read_kernel_losses(&self.bss()?.losses);
@@ -493,6 +574,7 @@ impl IntervalTool for Iostack {
             missing: self.missing.clone(),
             unwaited,
             processes,
+            cgroups,
             losses,
             accounted,
         })
@@ -567,6 +649,7 @@ impl Iostack {
             via: (e.via_pid != 0).then(|| format!("{} (pid {})", c_str(&e.via_comm), e.via_pid)),
             ios: e.ios,
             io,
+            cgroup: self.cgroups.as_mut().map(|n| n.name(e.cgroup)),
         }
     }
 }

@@ -58,6 +58,17 @@ pub struct ProcessRow {
     pub breakdown: Breakdown,
 }
 
+/// `--per-cgroup`: one cgroup's calls of one operation (`other`: the calls whose cgroup found
+/// no room; their longest call is not known).
+pub struct CgroupRow {
+    pub cgroup: String,
+    pub op: String,
+    pub calls: u64,
+    pub max_ns: Option<u64>,
+    pub ios: u64,
+    pub breakdown: Breakdown,
+}
+
 /// A layer this kernel cannot trace, and why.
 #[derive(Clone, Debug)]
 pub struct MissingLayer {
@@ -73,6 +84,8 @@ pub struct IostackReport {
     pub unwaited: [u64; 6],
     /// `-P`: the processes with the most time in calls, theirs first, up to ten.
     pub processes: Option<Vec<ProcessRow>>,
+    /// `--per-cgroup`: a row per cgroup and operation.
+    pub cgroups: Option<Vec<CgroupRow>>,
     pub losses: Vec<(Loss, u64)>,
     pub accounted: Vec<(String, DiskTally)>,
 }
@@ -135,6 +148,9 @@ impl IostackReport {
         }
         if let Some(rows) = &self.processes {
             s.push_str(&processes_text(rows, self.unit));
+        }
+        if let Some(rows) = &self.cgroups {
+            s.push_str(&cgroups_text(rows, self.unit));
         }
         let unwaited: Vec<String> = KINDS
             .iter()
@@ -226,6 +242,22 @@ impl IostackReport {
                 })
                 .collect();
         }
+        if let Some(rows) = &self.cgroups {
+            v["cgroups"] = rows
+                .iter()
+                .map(|r| {
+                    json!({
+                        "cgroup": r.cgroup,
+                        "op": r.op,
+                        "calls": r.calls,
+                        "total_ns": r.breakdown.total(),
+                        "max_ns": r.max_ns,
+                        "ios": r.ios,
+                        "breakdown": r.breakdown.json(),
+                    })
+                })
+                .collect();
+        }
         let mut line = v.to_string();
         line.push('\n');
         line
@@ -250,36 +282,68 @@ fn per_call(n: u64, calls: u64) -> f64 {
     }
 }
 
-/// iotop by latency: a row per process and operation, the processes with the most time in
-/// calls first.
-fn processes_text(rows: &[ProcessRow], unit: Unit) -> String {
-    let u = unit.ns() as f64;
+/// The columns a -P and a --per-cgroup row share, after who: the header, and a row's figures.
+fn group_header(unit: Unit) -> String {
     let name = unit.short_name();
-    let mut s = format!(
-        "\n{:<8} {:<16} {:<6} {:>8} {:>12} {:>10} {:>10} {:>6}  {}\n",
-        "PID",
-        "COMM",
+    format!(
+        "{:<6} {:>8} {:>12} {:>10} {:>10} {:>6}  TIME",
         "OP",
         "CALLS",
         format!("TOTAL({name})"),
         format!("AVG({name})"),
         format!("MAX({name})"),
         "I/Os",
-        "TIME"
-    );
+    )
+}
+
+fn group_figures(
+    op: &str,
+    calls: u64,
+    total: u64,
+    max: Option<u64>,
+    ios: u64,
+    b: &Breakdown,
+    unit: Unit,
+) -> String {
+    let u = unit.ns() as f64;
+    let max = max.map_or_else(|| "-".to_string(), |m| fmt_value(m as f64 / u));
+    format!(
+        "{op:<6} {calls:>8} {:>12} {:>10} {max:>10} {ios:>6}  |{}|",
+        fmt_value(total as f64 / u),
+        fmt_value(per_call(total, calls) / u),
+        b.bar(20)
+    )
+}
+
+/// iotop by latency: a row per process and operation, the processes with the most time in
+/// calls first.
+fn processes_text(rows: &[ProcessRow], unit: Unit) -> String {
+    let mut s = format!("\n{:<8} {:<16} {}\n", "PID", "COMM", group_header(unit));
     for r in rows {
-        s.push_str(&format!(
-            "{:<8} {:<16} {:<6} {:>8} {:>12} {:>10} {:>10} {:>6}  |{}|\n",
-            r.pid,
-            r.comm,
-            r.op,
+        let figures = group_figures(
+            &r.op,
             r.calls,
-            fmt_value(r.total_ns as f64 / u),
-            fmt_value(per_call(r.total_ns, r.calls) / u),
-            fmt_value(r.max_ns as f64 / u),
+            r.total_ns,
+            Some(r.max_ns),
             r.ios,
-            r.breakdown.bar(20)
-        ));
+            &r.breakdown,
+            unit,
+        );
+        s.push_str(&format!("{:<8} {:<16} {figures}\n", r.pid, r.comm));
+    }
+    s
+}
+
+/// The width of the CGROUP column (longer paths push the row right).
+const CGROUP_WIDTH: usize = 24;
+
+/// A row per cgroup and operation.
+fn cgroups_text(rows: &[CgroupRow], unit: Unit) -> String {
+    let mut s = format!("\n{:<CGROUP_WIDTH$} {}\n", "CGROUP", group_header(unit));
+    for r in rows {
+        let total = r.breakdown.total();
+        let figures = group_figures(&r.op, r.calls, total, r.max_ns, r.ios, &r.breakdown, unit);
+        s.push_str(&format!("{:<CGROUP_WIDTH$} {figures}\n", r.cgroup));
     }
     s
 }
