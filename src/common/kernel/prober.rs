@@ -171,6 +171,11 @@ impl Prober {
         })
     }
 
+    /// Whether this is the running kernel (not one described by a BTF file).
+    pub fn is_live(&self) -> bool {
+        self.facilities().is_none()
+    }
+
     fn facilities(&self) -> Option<Facilities> {
         match self.source {
             Source::Live => None,

@@ -98,6 +98,20 @@ fn privileges_refusal(caps: u64) -> Option<String> {
     ))
 }
 
+/// Hooking the functions of a kernel module needs CAP_SYS_ADMIN: fentry attaches by the
+/// module's BTF, which the kernel hands out (BPF_BTF_GET_FD_BY_ID, and the walk of BTF objects
+/// libbpf makes to find it) only to CAP_SYS_ADMIN; and as nobody with CAP_BPF and CAP_PERFMON,
+/// the kprobe fallback on xfs's functions failed to attach too, on 5.10 (no module BTF: kprobes
+/// only), 6.1 and 6.12 (the kernel matrix, 2026-11-25).
+pub fn require_module_access(tool: &str, module: &str) -> Result<()> {
+    if has(effective_caps(), CAP_SYS_ADMIN) {
+        return Ok(());
+    }
+    Err(anyhow!(
+        "{tool}'s functions live in the kernel module {module}, which the kernel lets only CAP_SYS_ADMIN hook, and this process lacks CAP_SYS_ADMIN: run it as root, or add CAP_SYS_ADMIN (which covers CAP_BPF and CAP_PERFMON too)"
+    ))
+}
+
 /// Before 5.11 the kernel charges BPF maps to RLIMIT_MEMLOCK instead of the memory cgroup, and
 /// libbpf raises that limit only with CAP_SYS_RESOURCE (or when it is already unlimited). Such a
 /// kernel lacks bpf_ktime_get_coarse_ns, which came with the change (libbpf's own test for it).

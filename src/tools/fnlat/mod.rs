@@ -141,6 +141,10 @@ impl Tool for Fnlat {
                     layer.what
                 ));
             }
+            // Its functions are the module's, not vmlinux's (on the running kernel).
+            if prober.is_live() && first.is_some_and(|f| !prober.has_function(f.name)) {
+                crate::common::run::error::require_module_access(opts.name, m)?;
+            }
         }
         let mut plan = AttachPlan::new(opts.name);
         let mut slots = Vec::new();
