@@ -184,3 +184,5 @@ else
     fi
   fi
 fi
+
+check_privileges

@@ -78,7 +78,7 @@ fi
 # are reported; what is checked is that ext4lat counted exactly. fsdist keys its starts by thread
 # only; on this workload (no nesting) its counts should match too, and are reported as they are.
 fsdist="${IOSTACK_HELPERS:-/iostack/helpers}/fsdist"
-stats="${IOSTACK_HELPERS:-/iostack/helpers}/bpf_prog_stats"
+stats="$prog_stats"
 if [ ! -x "$fsdist" ] || [ ! -x "$stats" ]; then
   na vs-fsdist "no fsdist (libbpf-tools) or bpf_prog_stats helper in this image"
 else
@@ -90,24 +90,12 @@ else
   FILE_WORKLOAD_ROUNDS=2 "$workload" "$mnt" 400 200 20 100 >"$IOSTACK_WORK/vs.wl" &
   wpid=$!
   while ! grep -qs '^ready' "$IOSTACK_WORK/vs.wl"; do sleep 0.05; done
-  "$stats" | awk '{ print $1 }' | sort >"$IOSTACK_WORK/vs.ids0"
+  prog_ids "$IOSTACK_WORK/vs.ids0"
   "$fsdist" -t ext4 -p "$wpid" >"$IOSTACK_WORK/vs.fsdist" 2>&1 &
   fpid=$!
-  # fsdist's banner sits in its stdout buffer until it exits: wait instead until its programs
-  # are loaded (new ids, the same on two looks half a second apart).
-  i=0
-  : >"$IOSTACK_WORK/vs.idsp"
-  while [ $i -lt 120 ]; do
-    sleep 0.5
-    "$stats" | awk '{ print $1 }' | sort >"$IOSTACK_WORK/vs.ids1"
-    if ! cmp -s "$IOSTACK_WORK/vs.ids0" "$IOSTACK_WORK/vs.ids1" && cmp -s "$IOSTACK_WORK/vs.idsp" "$IOSTACK_WORK/vs.ids1"; then
-      break
-    fi
-    cp "$IOSTACK_WORK/vs.ids1" "$IOSTACK_WORK/vs.idsp"
-    i=$((i + 1))
-  done
+  wait_new_progs "$IOSTACK_WORK/vs.ids0" "$IOSTACK_WORK/vs.ids1"
   tool_start vs -j -p "$wpid"
-  "$stats" | awk '{ print $1 }' | sort >"$IOSTACK_WORK/vs.ids2"
+  prog_ids "$IOSTACK_WORK/vs.ids2"
   kill -USR1 "$wpid"
   while ! grep -qs '^done 1' "$IOSTACK_WORK/vs.wl"; do sleep 0.05; done
   "$stats" >"$IOSTACK_WORK/vs.before"
@@ -118,20 +106,12 @@ else
   kill -INT "$fpid"
   wait "$fpid"
   echo 0 >/proc/sys/kernel/bpf_stats_enabled
-  # ns of BPF run time over the workload by the programs in IDS (one id per line).
-  cost() {
-    awk 'FILENAME == ARGV[1] { want[$1] = 1; next }
-      FILENAME == ARGV[2] { if ($1 in want) t0 += $2; next }
-      { if ($1 in want) t1 += $2 } END { print t1 - t0 }' "$1" "$IOSTACK_WORK/vs.before" "$IOSTACK_WORK/vs.after"
-  }
   # Programs that appeared while each tool started (busybox has no comm).
-  # (FILENAME, not NR == FNR: the first list is empty when no other program is loaded.)
-  newer() { awk 'FILENAME == ARGV[1] { old[$1] = 1; next } !($1 in old)' "$1" "$2"; }
-  newer "$IOSTACK_WORK/vs.ids0" "$IOSTACK_WORK/vs.ids1" >"$IOSTACK_WORK/vs.fsdist.ids"
-  newer "$IOSTACK_WORK/vs.ids1" "$IOSTACK_WORK/vs.ids2" >"$IOSTACK_WORK/vs.ours.ids"
+  new_ids "$IOSTACK_WORK/vs.ids0" "$IOSTACK_WORK/vs.ids1" >"$IOSTACK_WORK/vs.fsdist.ids"
+  new_ids "$IOSTACK_WORK/vs.ids1" "$IOSTACK_WORK/vs.ids2" >"$IOSTACK_WORK/vs.ours.ids"
   ops=$((400 + 200 + 20 + 100))
-  ours=$(cost "$IOSTACK_WORK/vs.ours.ids")
-  peer=$(cost "$IOSTACK_WORK/vs.fsdist.ids")
+  ours=$(run_time "$IOSTACK_WORK/vs.ours.ids" "$IOSTACK_WORK/vs.before" "$IOSTACK_WORK/vs.after")
+  peer=$(run_time "$IOSTACK_WORK/vs.fsdist.ids" "$IOSTACK_WORK/vs.before" "$IOSTACK_WORK/vs.after")
   ratio=$(awk -v a="$ours" -v b="$peer" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }')
   fsdist_counts=$(awk "/operation = '/ { split(\$0, q, \"'\"); op = q[2] }
     /->/ && /:/ { split(\$0, c, \":\"); split(c[2], n, \" \"); cnt[op] += n[1] }

@@ -10,7 +10,7 @@ trap 'tool_cleanup; umount "$IOSTACK_WORK/xfsmnt" 2>/dev/null' EXIT
 workload="${IOSTACK_HELPERS:-/iostack/helpers}/file_workload"
 xfs=${IOSTACK_XFS_DISK:-}
 
-fn_explain_or_refusal module-absent xfs-exact -- --fs xfs
+fn_explain_or_refusal module-absent xfs-exact privileges -- --fs xfs
 hooked=$?
 for op in read write open fsync; do fn_path "$op"; done
 [ "$hooked" -eq 0 ] || exit 0
@@ -38,3 +38,5 @@ else
   rm -f "$IOSTACK_WORK/xfsmnt"/file_workload.*
   umount "$IOSTACK_WORK/xfsmnt"
 fi
+
+check_privileges --also sys_admin --fs xfs

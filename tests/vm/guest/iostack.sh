@@ -79,9 +79,20 @@ with_helper() {
     # Where each of its threads is (seen twice in 6.1 under TCG: alive, state R, no line), and
     # what else runs, for the next time.
     for _t in /proc/"$_wpid"/task/*; do
-      log "$_name: thread ${_t##*/}: state $(awk '{ sub(/^.*\) /, ""); print $1 }' "$_t/stat" 2>/dev/null), utime+stime $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "$_t/stat" 2>/dev/null) ticks, wchan $(cat "$_t/wchan" 2>/dev/null), syscall $(cut -d' ' -f1-2 "$_t/syscall" 2>/dev/null), stack $(head -4 "$_t/stack" 2>/dev/null | tr '\n' ' ')"
+      log "$_name: thread ${_t##*/}: state $(awk '{ sub(/^.*\) /, ""); print $1 }' "$_t/stat" 2>/dev/null), utime+stime $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "$_t/stat" 2>/dev/null) ticks, cpu $(awk '{ sub(/^.*\) /, ""); print $37 }' "$_t/stat" 2>/dev/null), wchan $(cat "$_t/wchan" 2>/dev/null), syscall $(cut -d' ' -f1-2 "$_t/syscall" 2>/dev/null), stack $(head -4 "$_t/stack" 2>/dev/null | tr '\n' ' ')"
     done
-    log "$_name: loadavg $(cat /proc/loadavg); busiest: $(top -b -n 1 2>/dev/null | sed -n '5,9p' | tr -s ' ' | tr '\n' ';')"
+    log "$_name: loadavg $(cat /proc/loadavg); busiest: $(top -b -n 1 2>/dev/null | sed -n '5,9p' | tr -s ' ' | tr '\n' ';'); interrupts: $(grep -E 'RES|CAL|LOC' /proc/interrupts | tr -s ' ' | tr '\n' ';')"
+    # On 2026-11-25 (6.1) the main thread was found waiting on a futex (for its reader thread's
+    # first message), and in sigwaitinfo, past its ready line, by the time its stack was read:
+    # it stalls, then goes on. The check is of iostack's figures for the reads, not of how fast
+    # the helper starts: it goes on once the line comes (within 30 s more), saying how late.
+    _j=0
+    while ! grep -qs '^ready' "$IOSTACK_WORK/$_name.wl" && [ $_j -lt 600 ]; do
+      sleep 0.05
+      _j=$((_j + 1))
+    done
+    _tid=$(awk '/^ready/ { print $3 }' "$IOSTACK_WORK/$_name.wl")
+    [ -n "$_tid" ] && log "$_name: its ready line came $((_j / 20)) s after the 60 s"
   fi
   if [ -z "$_tid" ] || ! tool_start "$_name" -j --tid "$_tid" "$@"; then
     kill -KILL "$_wpid" 2>/dev/null
@@ -368,3 +379,5 @@ if [ $? -ne 0 ] && [ "$(wc -l <"$(err_of bad)")" -eq 1 ] && grep -q '^iostack: '
 else
   fail bad-input "$(brief bad)"
 fi
+
+check_privileges

@@ -198,6 +198,114 @@ tool_cleanup() {
   rm -f "$IOSTACK_WORK/running"
 }
 
+# kernel_before MAJOR MINOR: whether the running kernel is older than MAJOR.MINOR.
+kernel_before() {
+  uname -r | awk -F. -v M="$1" -v m="$2" '{ exit !($1 < M || ($1 == M && $2 < m)) }'
+}
+
+# util_linux NAME: the path of util-linux's NAME (setpriv, unshare), not busybox's applet of
+# that name, which a bare name runs under busybox sh (its applets come first) and which lacks
+# the options used here. In the VMs it is in /sbin (tests/vm/mkinitramfs).
+util_linux() {
+  for _d in /sbin /usr/bin /bin /usr/sbin; do
+    if [ -f "$_d/$1" ] && [ ! -L "$_d/$1" ]; then
+      echo "$_d/$1"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# as_nobody NAME CAPS ARGS...: runs the tool as user nobody with only CAPS (setpriv's list,
+# e.g. +bpf,+perfmon) inherited and ambient: how the README's systemd unit runs it.
+as_nobody() {
+  _name=$1
+  _caps=$2
+  shift 2
+  "$(util_linux setpriv)" --reuid=65534 --regid=65534 --clear-groups --inh-caps="-all,$_caps" \
+    --ambient-caps="-all,$_caps" "$IOSTACK_BIN/$IOSTACK_TOOL" "$@" \
+    >"$IOSTACK_WORK/$_name.out" 2>"$IOSTACK_WORK/$_name.err"
+}
+
+# check_privileges [--also CAP] [ARGS...]: the tool loads and attaches (--explain ARGS) as
+# nobody with only the capabilities the README documents (bpf and perfmon; before 5.11, whose
+# BPF memory is charged to the locked-memory limit, sys_resource too; --also: one a tool needs
+# here besides, e.g. sys_admin for a module's BTF, which then covers bpf and perfmon); with one
+# of them fewer it refuses in one line that names it. setpriv is util-linux's
+# (tests/vm/mkinitramfs copies it in).
+check_privileges() {
+  _need="bpf perfmon"
+  _droppable="bpf perfmon"
+  if [ "${1:-}" = --also ]; then
+    _need="$_need $2"
+    _droppable="$2"
+    shift 2
+  fi
+  if kernel_before 5 11; then
+    _need="$_need sys_resource"
+    _droppable="$_droppable sys_resource"
+  fi
+  if ! util_linux setpriv >/dev/null; then
+    na privileges "no util-linux setpriv here"
+    return
+  fi
+  # caps_but CAP: setpriv's list of every needed capability but CAP.
+  caps_but() { for _c in $_need; do [ "$_c" = "$1" ] || printf '+%s,' "$_c"; done | sed 's/,$//'; }
+  _all=$(caps_but none)
+  if ! as_nobody priv_all "$_all" --explain "$@" || ! grep -q '^loaded and attached: ok' "$(out_of priv_all)"; then
+    fail privileges "as nobody with $_all: $(head -c 300 "$(err_of priv_all)" | tr '\n' ' ')"
+    return
+  fi
+  for _c in $_droppable; do
+    _cap=CAP_$(echo "$_c" | tr 'a-z' 'A-Z')
+    as_nobody priv_less "$(caps_but "$_c")" --explain "$@"
+    _rc=$?
+    _lines=$(wc -l <"$(err_of priv_less)")
+    if [ "$_rc" -eq 0 ] || [ "$_lines" -ne 1 ] || ! grep -q "$_cap" "$(err_of priv_less)"; then
+      fail privileges "without $_c: exit $_rc, $_lines lines, want one naming $_cap: $(head -c 300 "$(err_of priv_less)" | tr '\n' ' ')"
+      return
+    fi
+  done
+  pass privileges "as nobody with $_all: loaded and attached; without any one of $_droppable: refused in one line naming it ($(cut -c1-160 "$(err_of priv_less)"))"
+}
+
+# --- in-kernel cost beside a peer (kernel.bpf_stats_enabled, examples/bpf_prog_stats) --------
+# Benchmarks, not timed tests: under TCG absolute times mean little, so checks report ratios.
+
+prog_stats="${IOSTACK_HELPERS:-/iostack/helpers}/bpf_prog_stats"
+
+# prog_ids FILE: the ids of every loaded BPF program, sorted, into FILE.
+prog_ids() { "$prog_stats" | awk '{ print $1 }' | sort >"$1"; }
+
+# wait_new_progs BEFORE NOW: waits (up to 60 s) until programs beyond those in BEFORE are
+# loaded and the same on two looks half a second apart (a peer's banner may sit in its stdout
+# buffer until it exits); their ids, with the others', into NOW.
+wait_new_progs() {
+  _i=0
+  : >"$2.prev"
+  while [ $_i -lt 120 ]; do
+    sleep 0.5
+    prog_ids "$2"
+    if ! cmp -s "$1" "$2" && cmp -s "$2.prev" "$2"; then
+      return 0
+    fi
+    cp "$2" "$2.prev"
+    _i=$((_i + 1))
+  done
+  return 1
+}
+
+# new_ids OLD NEW: the ids in NEW that are not in OLD (FILENAME, not NR == FNR: OLD may be empty).
+new_ids() { awk 'FILENAME == ARGV[1] { old[$1] = 1; next } !($1 in old)' "$1" "$2"; }
+
+# run_time IDS BEFORE AFTER: ns of BPF run time between two bpf_prog_stats snapshots, by the
+# programs whose ids IDS lists.
+run_time() {
+  awk 'FILENAME == ARGV[1] { want[$1] = 1; next }
+    FILENAME == ARGV[2] { if ($1 in want) t0 += $2; next }
+    { if ($1 in want) t1 += $2 } END { print t1 - t0 }' "$1" "$2" "$3"
+}
+
 # out_of NAME / err_of NAME: a started tool's output files.
 out_of() { echo "$IOSTACK_WORK/$1.out"; }
 err_of() { echo "$IOSTACK_WORK/$1.err"; }
@@ -381,6 +489,11 @@ traced_by() {
 # op_counts FILE: "op=count ..." sorted, from the JSON reports (the op label of each histogram).
 op_counts() {
   json_hists "$1" | awk -F'\t' '{ n[$8] += $3 } END { for (o in n) print o "=" n[o] }' | sort | tr '\n' ' ' | sed 's/ $//'
+}
+
+# cgroup_op_counts FILE CGROUP: op_counts of the histograms labelled with that cgroup.
+cgroup_op_counts() {
+  json_hists "$1" | awk -F'\t' -v cg="$2" '$9 == cg { n[$8] += $3 } END { for (o in n) print o "=" n[o] }' | sort | tr '\n' ' ' | sed 's/ $//'
 }
 
 # expect_counts CHECK NAME EXPECTED: compares op_counts with EXPECTED ("open=3 read=5", sorted).

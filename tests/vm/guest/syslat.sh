@@ -100,3 +100,29 @@ else
   fi
   rmdir "$cga" "$cgb" 2>/dev/null
 fi
+
+# --- in a pid namespace of its own: -p takes, and counts, a pid of that namespace ----------------
+
+if ! util_linux unshare >/dev/null; then
+  na pid-namespace "no util-linux unshare here"
+else
+  rm -f "$IOSTACK_WORK/ns.pid"
+  # shellcheck disable=SC2016 # expanded by the shell inside the namespace
+  timeout 120 "$(util_linux unshare)" --pid --fork --mount-proc sh -c '
+    "$1" 30 20 2 5 >"$2/ns.wl" & wl=$!
+    i=0; until grep -qs "^ready" "$2/ns.wl" || [ $i -ge 400 ]; do sleep 0.05; i=$((i + 1)); done
+    "$3" -p "$wl" -j >"$2/ns_tool.out" 2>"$2/ns_tool.err" & t=$!
+    i=0; until grep -qs "Hit Ctrl-C" "$2/ns_tool.out" "$2/ns_tool.err" || [ $i -ge 1200 ]; do sleep 0.05; i=$((i + 1)); done
+    kill -USR1 "$wl"; wait "$wl"
+    kill -INT "$t"; wait "$t"
+    echo "$wl" >"$2/ns.pid"' sh "$workload" "$IOSTACK_WORK" "$IOSTACK_BIN/syslat"
+  nspid=$(cat "$IOSTACK_WORK/ns.pid" 2>/dev/null)
+  got=$(op_counts "$(out_of ns_tool)")
+  if [ -n "$nspid" ] && [ "$nspid" -lt 100 ] && [ "$got" = "open=5 read=30 sync=2 write=20" ]; then
+    pass pid-namespace "syslat -p $nspid (its namespace's pid): $got"
+  else
+    fail pid-namespace "pid '$nspid', got '$got' (want open=5 read=30 sync=2 write=20): $(brief ns_tool)"
+  fi
+fi
+
+check_privileges

@@ -11,7 +11,7 @@ workload="${IOSTACK_HELPERS:-/iostack/helpers}/file_workload"
 mnt="$IOSTACK_WORK/mnt"
 fast=${IOSTACK_FAST_DISK:?}
 
-fn_explain_or_refusal count-exact per-fs aio slower --
+fn_explain_or_refusal count-exact per-fs aio slower cgroup per-cgroup privileges --
 hooked=$?
 for op in read write fsync open getattr; do fn_path "$op"; done
 [ "$hooked" -eq 0 ] || exit 0
@@ -62,5 +62,59 @@ else
     fi
   }
 fi
+
+# --- --cgroup and --per-cgroup: the operations of the tasks of one cgroup -----------------------
+# Two workloads, one in each of two cgroups; one vfslat limited to a, one split by cgroup, one
+# printing every operation with its cgroup.
+cga=$(cgroup2_dir iostack-vfslat-a)
+cgb=$(cgroup2_dir iostack-vfslat-b)
+if [ -z "$cga" ] || [ -z "$cgb" ]; then
+  na cgroup "no cgroup2 mount here"
+else
+  "$workload" "$mnt" 7 5 3 2 >"$IOSTACK_WORK/vcg_wa.wl" &
+  wa=$!
+  "$workload" "$mnt" 4 3 2 1 >"$IOSTACK_WORK/vcg_wb.wl" &
+  wb=$!
+  _i=0
+  while ! { grep -qs '^ready' "$IOSTACK_WORK/vcg_wa.wl" && grep -qs '^ready' "$IOSTACK_WORK/vcg_wb.wl"; } && [ $_i -lt 400 ]; do
+    sleep 0.05
+    _i=$((_i + 1))
+  done
+  echo "$wa" >"$cga/cgroup.procs"
+  echo "$wb" >"$cgb/cgroup.procs"
+  if tool_start vcg_a --cgroup "$cga" -j && tool_start vcg_split --per-cgroup -j &&
+    tool_start vcg_events --min 0 --per-cgroup -j; then
+    kill -USR1 "$wa" "$wb"
+    wait "$wa" "$wb"
+    tool_stop vcg_a
+    tool_stop vcg_split
+    tool_stop vcg_events
+    want_a="fsync=3 open=2 read=7 write=5"
+    want_b="fsync=2 open=1 read=4 write=3"
+    got_a=$(op_counts "$(out_of vcg_a)")
+    if [ "$got_a" = "$want_a" ]; then
+      pass cgroup "a: $got_a"
+    else
+      fail cgroup "a: '$got_a' (want $want_a): $(brief vcg_a)"
+    fi
+    split_a=$(cgroup_op_counts "$(out_of vcg_split)" /iostack-vfslat-a)
+    split_b=$(cgroup_op_counts "$(out_of vcg_split)" /iostack-vfslat-b)
+    ev="$(out_of vcg_events)"
+    ev_a=$(grep -c '"cgroup":"/iostack-vfslat-a"' "$ev")
+    ev_b=$(grep -c '"cgroup":"/iostack-vfslat-b"' "$ev")
+    if [ "$split_a" = "$want_a" ] && [ "$split_b" = "$want_b" ] && [ "$ev_a" = 17 ] && [ "$ev_b" = 10 ]; then
+      pass per-cgroup "a: $split_a; b: $split_b; events a $ev_a, b $ev_b"
+    else
+      fail per-cgroup "a: '$split_a' (want $want_a), b: '$split_b' (want $want_b), events a $ev_a (want 17), b $ev_b (want 10): $(json_hists "$(out_of vcg_split)" | cut -f3,8,9 | tr '\n' ';' | cut -c1-300)"
+    fi
+  else
+    kill -KILL "$wa" "$wb" 2>/dev/null
+    fail cgroup "$(brief vcg_a) $(brief vcg_split) $(brief vcg_events)"
+  fi
+  rmdir "$cga" "$cgb" 2>/dev/null
+fi
+
 rm -f "$mnt"/file_workload.*
 umount "$mnt"
+
+check_privileges
