@@ -473,15 +473,23 @@ fn closed_stdout_ends_quietly() {
     );
 }
 
-#[test]
-fn a_cgroup_shows_exactly_the_calls_of_its_tasks() {
-    let _g = serial();
-    require_root();
+/// Two cgroups, a waiting syscall_workload in each: a's makes 20 reads, 5 writes, 2 opens; b's
+/// 70, 9 and 4.
+fn workloads_in_two_cgroups() -> ((Cgroup2, Helper), (Cgroup2, Helper)) {
     let (a, b) = (Cgroup2::new("a"), Cgroup2::new("b"));
     let in_a = Helper::start("syscall_workload", &["20", "5", "0", "2"]);
     let in_b = Helper::start("syscall_workload", &["70", "9", "0", "4"]);
     a.adopt(in_a.pid);
     b.adopt(in_b.pid);
+    ((a, in_a), (b, in_b))
+}
+
+#[test]
+fn a_cgroup_shows_exactly_the_calls_of_its_tasks() {
+    let _g = serial();
+    require_root();
+    // b's cgroup lives (is removed on drop) until the end.
+    let ((a, in_a), (_b, in_b)) = workloads_in_two_cgroups();
     let tool = Running::start("iostack", &["--cgroup", &a.path(), "-j"]);
     in_a.run();
     in_b.run();
@@ -500,11 +508,7 @@ fn a_cgroup_shows_exactly_the_calls_of_its_tasks() {
 fn per_cgroup_splits_the_calls_exactly_by_cgroup_and_loses_none() {
     let _g = serial();
     require_root();
-    let (a, b) = (Cgroup2::new("a"), Cgroup2::new("b"));
-    let in_a = Helper::start("syscall_workload", &["20", "5", "0", "2"]);
-    let in_b = Helper::start("syscall_workload", &["70", "9", "0", "4"]);
-    a.adopt(in_a.pid);
-    b.adopt(in_b.pid);
+    let ((a, in_a), (b, in_b)) = workloads_in_two_cgroups();
     let tool = Running::start("iostack", &["--per-cgroup", "-j"]);
     in_a.run();
     in_b.run();

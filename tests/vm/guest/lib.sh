@@ -269,6 +269,36 @@ check_privileges() {
   pass privileges "as nobody with $_all: loaded and attached; without any one of $_droppable: refused in one line naming it ($(cut -c1-160 "$(err_of priv_less)"))"
 }
 
+# in_two_cgroups NAME CGROUP_A CGROUP_B COMMAND ARGS_A -- ARGS_B: starts COMMAND twice (a
+# helper that prints `ready` and then waits for SIGUSR1), moves the first into CGROUP_A and the
+# second into CGROUP_B once both are ready; their pids in $wa and $wb, their output in
+# NAME_wa.wl and NAME_wb.wl.
+in_two_cgroups() {
+  _n=$1
+  _ca=$2
+  _cb=$3
+  _cmd=$4
+  shift 4
+  _args_a=""
+  while [ "$1" != "--" ]; do
+    _args_a="$_args_a $1"
+    shift
+  done
+  shift
+  # shellcheck disable=SC2086 # the arguments are words on purpose
+  "$_cmd" $_args_a >"$IOSTACK_WORK/${_n}_wa.wl" &
+  wa=$!
+  "$_cmd" "$@" >"$IOSTACK_WORK/${_n}_wb.wl" &
+  wb=$!
+  _i=0
+  while ! { grep -qs '^ready' "$IOSTACK_WORK/${_n}_wa.wl" && grep -qs '^ready' "$IOSTACK_WORK/${_n}_wb.wl"; } && [ $_i -lt 400 ]; do
+    sleep 0.05
+    _i=$((_i + 1))
+  done
+  echo "$wa" >"$_ca/cgroup.procs"
+  echo "$wb" >"$_cb/cgroup.procs"
+}
+
 # --- in-kernel cost beside a peer (kernel.bpf_stats_enabled, examples/bpf_prog_stats) --------
 # Benchmarks, not timed tests: under TCG absolute times mean little, so checks report ratios.
 

@@ -71,17 +71,7 @@ cgb=$(cgroup2_dir iostack-syslat-b)
 if [ -z "$cga" ] || [ -z "$cgb" ]; then
   na cgroup "no cgroup2 mount here"
 else
-  "$workload" 30 20 2 5 >"$IOSTACK_WORK/cg_wa.wl" &
-  wa=$!
-  "$workload" 70 10 0 3 >"$IOSTACK_WORK/cg_wb.wl" &
-  wb=$!
-  _i=0
-  while ! { grep -qs '^ready' "$IOSTACK_WORK/cg_wa.wl" && grep -qs '^ready' "$IOSTACK_WORK/cg_wb.wl"; } && [ $_i -lt 400 ]; do
-    sleep 0.05
-    _i=$((_i + 1))
-  done
-  echo "$wa" >"$cga/cgroup.procs"
-  echo "$wb" >"$cgb/cgroup.procs"
+  in_two_cgroups cg "$cga" "$cgb" "$workload" 30 20 2 5 -- 70 10 0 3
   if tool_start cg_a --cgroup "$cga" -j && tool_start cg_b --cgroup "$(cgroup2_relative "$cgb")" -j; then
     kill -USR1 "$wa" "$wb"
     wait "$wa" "$wb"

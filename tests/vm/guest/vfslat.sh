@@ -71,17 +71,7 @@ cgb=$(cgroup2_dir iostack-vfslat-b)
 if [ -z "$cga" ] || [ -z "$cgb" ]; then
   na cgroup "no cgroup2 mount here"
 else
-  "$workload" "$mnt" 7 5 3 2 >"$IOSTACK_WORK/vcg_wa.wl" &
-  wa=$!
-  "$workload" "$mnt" 4 3 2 1 >"$IOSTACK_WORK/vcg_wb.wl" &
-  wb=$!
-  _i=0
-  while ! { grep -qs '^ready' "$IOSTACK_WORK/vcg_wa.wl" && grep -qs '^ready' "$IOSTACK_WORK/vcg_wb.wl"; } && [ $_i -lt 400 ]; do
-    sleep 0.05
-    _i=$((_i + 1))
-  done
-  echo "$wa" >"$cga/cgroup.procs"
-  echo "$wb" >"$cgb/cgroup.procs"
+  in_two_cgroups vcg "$cga" "$cgb" "$workload" "$mnt" 7 5 3 2 -- "$mnt" 4 3 2 1
   if tool_start vcg_a --cgroup "$cga" -j && tool_start vcg_split --per-cgroup -j &&
     tool_start vcg_events --min 0 --per-cgroup -j; then
     kill -USR1 "$wa" "$wb"
