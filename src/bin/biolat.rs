@@ -63,6 +63,7 @@ fn main() -> ExitCode {
             queued: args.queued,
             per_disk: args.disks,
             per_flags: args.flags,
+            per_op: false,
             disk: args.disk.as_deref().map(DiskFilter::parse).transpose()?,
             unit: Unit::from_millis_flag(common.milliseconds),
             explain: common.explain,

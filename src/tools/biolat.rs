@@ -35,6 +35,9 @@ pub struct BiolatOptions {
     pub per_disk: bool,
     /// `-F`: a histogram per operation and flags.
     pub per_flags: bool,
+    /// A histogram per operation alone (`op`: read, write, flush, discard...; the exporter's
+    /// label), where `-F` adds the flags.
+    pub per_op: bool,
     /// `-d`: one disk only.
     pub disk: Option<DiskFilter>,
     pub unit: Unit,
@@ -97,7 +100,7 @@ impl Tool for Biolat {
         )?;
         let accounted = RequestBits::from_btf(prober);
         hooks.plan.decide("counted", accounted.describe());
-        let flags = match opts.per_flags {
+        let flags = match opts.per_flags || opts.per_op {
             true => Some(
                 RequestFlags::from_btf(prober)
                     .context("this kernel's BTF has no req_op/req_flag_bits enums, needed by -F")?,
@@ -124,7 +127,10 @@ impl Tool for Biolat {
             rodata.stamps = hooks.stamps as u32;
             rodata.filter_dev = opts.disk.as_ref().map_or(0, |f| f.dev);
             rodata.per_disk = opts.per_disk;
-            rodata.flags_mask = flags.as_ref().map_or(0, |f| f.mask());
+            rodata.flags_mask = flags.as_ref().map_or(0, |f| match opts.per_flags {
+                true => f.mask(),
+                false => f.op_mask(),
+            });
             copy_struct("rq_bits", &mut rodata.rq_bits, &plan.accounted)?;
             let cgroup_only = TaskFilter::default().in_cgroup(opts.cgroups.filter.clone());
             copy_struct(
@@ -138,7 +144,7 @@ impl Tool for Biolat {
             rodata.per_cgroup_depth = opts.cgroups.per_cgroup.unwrap_or(0);
             if opts.cgroups.per_cgroup.is_some() {
                 // A cgroup's histograms: one, or a few disks' and operations' with -D and -F.
-                let per_cgroup = [opts.per_disk, opts.per_flags]
+                let per_cgroup = [opts.per_disk, opts.per_flags || opts.per_op]
                     .iter()
                     .map(|&split| if split { 8 } else { 1 })
                     .product();
@@ -198,8 +204,12 @@ impl HistogramTool for Biolat {
             if self.opts.per_disk {
                 labels.push(("disk", self.disk_names.name_or_reload(key.dev)));
             }
-            if let Some(flags) = &self.flags {
-                labels.push(("flags", flags.describe(key.flags)));
+            match &self.flags {
+                Some(flags) if self.opts.per_flags => {
+                    labels.push(("flags", flags.describe(key.flags)))
+                }
+                Some(flags) => labels.push(("op", flags.op_name(key.flags).to_lowercase())),
+                None => {}
             }
             histograms.push(LabeledHistogram { labels, hist });
         }

@@ -3,6 +3,7 @@
 //! options and hands them to the runner; an all-layers view or an exporter uses the same types.
 pub mod biolat;
 pub mod bioslower;
+pub mod exporter;
 pub mod fnlat;
 pub mod fslat;
 pub mod iostack;

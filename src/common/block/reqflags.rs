@@ -74,6 +74,11 @@ impl RequestFlags {
         }
     }
 
+    /// What BPF keeps of cmd_flags for the op alone.
+    pub fn op_mask(&self) -> u32 {
+        self.op_mask
+    }
+
     /// What BPF keeps of cmd_flags for `-F`: the op and the labelled flags.
     pub fn mask(&self) -> u32 {
         self.flags.iter().fold(self.op_mask, |m, (bit, _)| m | bit)

@@ -96,9 +96,11 @@ pub struct Style {
     pub verbose: bool,
 }
 
-/// Privileges, probe, plan, load; `--explain` prints the proof and returns None.
-fn open<T: Tool>(name: &str, style: Style, opts: &T::Options, out: &mut Out) -> Result<Option<T>> {
-    init_libbpf_logging(style.verbose);
+/// What every run needs before it plans anything: libbpf's logging, the privileges, the
+/// kernel's BTF, a locked-memory limit that fits, and pids it can name. The prober of this
+/// kernel, for `Tool::plan`.
+pub fn prepare(name: &str, verbose: bool) -> Result<Prober> {
+    init_libbpf_logging(verbose);
     require_privileges(name)?;
     let prober = Prober::new()?;
     require_memlock(|| prober.enumerator("BPF_FUNC_ktime_get_coarse_ns").is_some())?;
@@ -111,6 +113,12 @@ fn open<T: Tool>(name: &str, style: Style, opts: &T::Options, out: &mut Out) -> 
             "this runs in a pid namespace of its own, and this kernel cannot tell a task's pid there (no bpf_get_ns_current_pid_tgid, 5.7+): run it in the host's pid namespace (docker run --pid=host, or hostPID: true)"
         );
     }
+    Ok(prober)
+}
+
+/// Privileges, probe, plan, load; `--explain` prints the proof and returns None.
+fn open<T: Tool>(name: &str, style: Style, opts: &T::Options, out: &mut Out) -> Result<Option<T>> {
+    let prober = prepare(name, style.verbose)?;
     let mut plan = T::plan(&prober, opts)?;
     let tool = T::open(&prober, &mut plan, opts)?;
     if style.explain {

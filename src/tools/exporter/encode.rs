@@ -1,0 +1,151 @@
+//! `/metrics`: the Prometheus text format (0.0.4), encoded by the official `prometheus-client`
+//! crate from a copy of the exporter's `Metrics`. Served whatever the scraper's Accept header
+//! says: every Prometheus takes it, `promtool check metrics` accepts it, and its `le` values are
+//! spelled as the Go exporters spell them (the OpenMetrics encoder spells them differently, and
+//! Prometheus 2 keeps `le` as written, so switching formats would start new series).
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+use super::series::Metrics;
+
+/// The Content-Type of what `encode` returns.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+#[derive(Debug)]
+struct Snapshot(Metrics);
+
+impl Collector for Snapshot {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let m = &self.0;
+        for family in &m.histograms {
+            let mut metric =
+                enc.encode_descriptor(family.name, family.help, None, MetricType::Histogram)?;
+            for (labels, h) in &family.series {
+                let labels: Vec<(&str, &str)> =
+                    labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                metric
+                    .encode_family(&labels)?
+                    .encode_histogram::<NoLabelSet>(
+                        h.sum_seconds(),
+                        h.count(),
+                        &h.buckets(family.unit),
+                        None,
+                    )?;
+            }
+        }
+        // The encoder adds `_total` to a counter's name.
+        let mut lost = enc.encode_descriptor(
+            "iostack_lost_events",
+            "Events the kernel side could not record, by layer and reason (unseen: I/Os /proc/diskstats counted that no program saw)",
+            None,
+            MetricType::Counter,
+        )?;
+        for ((layer, reason), n) in &m.lost {
+            let labels = [("layer", layer.as_str()), ("reason", reason.as_str())];
+            ConstCounter::new(*n).encode(lost.encode_family(&labels)?)?;
+        }
+        let mut up = enc.encode_descriptor(
+            "iostack_layer_up",
+            "1 if the layer is traced on this kernel, 0 if it cannot be (the reason is on /)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (layer, state) in &m.layers {
+            let labels = [("layer", layer.as_str())];
+            ConstGauge::new(i64::from(state.up)).encode(up.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// The text of a scrape.
+pub fn encode(metrics: Metrics) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Snapshot(metrics)));
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &registry);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::report::hist::{LatencyHistogram, Unit};
+    use crate::tools::exporter::series::LayerState;
+
+    fn sample() -> Metrics {
+        let mut m = Metrics::default();
+        let mut h = LatencyHistogram::default();
+        h.slots[6] = 1_280_000; // [64, 128) us
+        h.slots[7] = 3;
+        h.count = 1_280_003;
+        h.sum_ns = 1_500_000_000;
+        m.family(
+            "iostack_block_latency_seconds",
+            "Block I/O latency",
+            Unit::Usecs,
+        )
+        .add(
+            vec![("disk", "we\"ird\\disk".into()), ("op", "read".into())],
+            &h,
+        );
+        m.add_lost("block", "unseen", 2);
+        m.layers.push((
+            "block".into(),
+            LayerState {
+                up: true,
+                detail: String::new(),
+            },
+        ));
+        m.layers.push((
+            "fs".into(),
+            LayerState {
+                up: false,
+                detail: "no fentry".into(),
+            },
+        ));
+        m
+    }
+
+    #[test]
+    fn buckets_are_cumulative_exact_integers_with_the_sum_in_seconds() {
+        let text = encode(sample());
+        let series = r#"{disk="we\"ird\\disk",op="read""#;
+        for line in [
+            format!("iostack_block_latency_seconds_bucket{series},le=\"6.4e-05\"}} 0"),
+            format!("iostack_block_latency_seconds_bucket{series},le=\"0.000128\"}} 1280000"),
+            format!("iostack_block_latency_seconds_bucket{series},le=\"0.000256\"}} 1280003"),
+            format!("iostack_block_latency_seconds_bucket{series},le=\"+Inf\"}} 1280003"),
+            format!("iostack_block_latency_seconds_sum{series}}} 1.5"),
+            format!("iostack_block_latency_seconds_count{series}}} 1280003"),
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "no line {line} in:\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn losses_are_counters_and_layers_gauges() {
+        let text = encode(sample());
+        for line in [
+            "# TYPE iostack_lost_events_total counter",
+            "iostack_lost_events_total{layer=\"block\",reason=\"unseen\"} 2",
+            "# TYPE iostack_layer_up gauge",
+            "iostack_layer_up{layer=\"block\"} 1",
+            "iostack_layer_up{layer=\"fs\"} 0",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "no line {line} in:\n{text}"
+            );
+        }
+    }
+}

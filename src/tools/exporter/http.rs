@@ -1,0 +1,133 @@
+//! The exporter's HTTP side (tiny_http, one blocking thread): `/metrics` in the Prometheus
+//! text format, `/` a small page of the layers, how they are hooked, and the losses.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use anyhow::{anyhow, Result};
+use tiny_http::{Header, Response, Server};
+
+use super::encode::{encode, CONTENT_TYPE};
+use super::series::Metrics;
+
+pub struct Bound(Server);
+
+impl Bound {
+    pub fn address(&self) -> String {
+        self.0.server_addr().to_string()
+    }
+}
+
+/// Binds `listen` (ADDR:PORT): a one-line error for an address that does not parse or a port
+/// that is taken.
+pub fn bind(listen: &str) -> Result<Bound> {
+    let addr: std::net::SocketAddr = listen.parse().map_err(|_| {
+        anyhow!("--listen '{listen}' is not an address and port (e.g. 0.0.0.0:9709, 127.0.0.1:9709, [::1]:9709)")
+    })?;
+    Server::http(addr).map(Bound).map_err(|e| {
+        match e.downcast_ref::<std::io::Error>().map(|io| io.kind()) {
+            Some(std::io::ErrorKind::AddrInUse) => anyhow!(
+                "port {} is in use on {}: stop what listens there (ss -ltnp 'sport = :{}') or choose another with --listen",
+                addr.port(),
+                addr.ip(),
+                addr.port()
+            ),
+            _ => anyhow!("cannot listen on {listen}: {e}"),
+        }
+    })
+}
+
+/// The serving thread, stopped by `stop`.
+pub struct Serving {
+    server: Arc<Server>,
+    stopping: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Serving {
+    pub fn stop(mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Serves scrapes from a copy of `metrics` each: the lock is held only to copy.
+pub fn serve(bound: Bound, metrics: Arc<Mutex<Metrics>>) -> Serving {
+    let server = Arc::new(bound.0);
+    let stopping = Arc::new(AtomicBool::new(false));
+    let thread = {
+        let (server, stopping) = (server.clone(), stopping.clone());
+        std::thread::spawn(move || {
+            while !stopping.load(Ordering::SeqCst) {
+                // An error here means the accept thread is gone: nothing more will come.
+                let Ok(request) = server.recv() else { break };
+                let snapshot = match metrics.lock() {
+                    Ok(m) => m.clone(),
+                    Err(_) => break,
+                };
+                let path = request.url().split('?').next().unwrap_or("").to_string();
+                let response = match path.as_str() {
+                    "/metrics" => Response::from_string(encode(snapshot))
+                        .with_header(header("Content-Type", CONTENT_TYPE)),
+                    "/" => Response::from_string(index(&snapshot))
+                        .with_header(header("Content-Type", "text/html; charset=utf-8")),
+                    _ => Response::from_string("not found: try /metrics\n").with_status_code(404),
+                };
+                // A scraper that hung up is no concern of ours.
+                let _ = request.respond(response);
+            }
+        })
+    };
+    Serving {
+        server,
+        stopping,
+        thread: Some(thread),
+    }
+}
+
+fn header(name: &str, value: &str) -> Header {
+    // Both are ASCII constants of ours.
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("a valid header")
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// `/`: each layer, up or not, with its hooks or the reason; the losses; a link to /metrics.
+pub fn index(m: &Metrics) -> String {
+    let mut page = String::from(
+        "<!DOCTYPE html>\n<html><head><title>iostack-exporter</title></head><body>\n\
+         <h1>iostack-exporter</h1>\n<p><a href=\"/metrics\">/metrics</a></p>\n<h2>Layers</h2>\n",
+    );
+    for (layer, state) in &m.layers {
+        let status = if state.up {
+            "traced"
+        } else {
+            "not traced on this kernel"
+        };
+        page.push_str(&format!(
+            "<h3>{} &mdash; {status}</h3>\n<pre>{}</pre>\n",
+            html_escape(layer),
+            html_escape(&state.detail)
+        ));
+    }
+    page.push_str(
+        "<h2>Lost events</h2>\n<table>\n<tr><th>layer</th><th>reason</th><th>count</th></tr>\n",
+    );
+    for ((layer, reason), n) in &m.lost {
+        page.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{n}</td></tr>\n",
+            html_escape(layer),
+            html_escape(reason)
+        ));
+    }
+    page.push_str("</table>\n</body></html>\n");
+    page
+}

@@ -1,0 +1,281 @@
+//! The layers the exporter can export, each one of the tools' components, opened once and
+//! drained every interval into the exporter's `Metrics`.
+
+use anyhow::Result;
+
+use crate::common::block::disk::DiskFilter;
+use crate::common::cgroup::CgroupOptions;
+use crate::common::kernel::prober::Prober;
+use crate::common::report::hist::Unit;
+use crate::common::report::HistogramReport;
+use crate::common::run::filter::TaskFilter;
+use crate::common::run::{HistogramTool, Tool};
+use crate::tools::biolat::{Biolat, BiolatOptions};
+use crate::tools::fnlat::{Fnlat, FnlatOptions};
+use crate::tools::syslat::{Syslat, SyslatOptions};
+
+use super::series::{Labels, LayerState, Metrics};
+
+/// The layers, as `--layers` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LayerName {
+    Block,
+    Fs,
+    Vfs,
+    Syscall,
+}
+
+impl LayerName {
+    pub fn name(self) -> &'static str {
+        match self {
+            LayerName::Block => "block",
+            LayerName::Fs => "fs",
+            LayerName::Vfs => "vfs",
+            LayerName::Syscall => "syscall",
+        }
+    }
+}
+
+/// The block layer's operations: the kernel's request ops, the rare ones as `other`.
+const BLOCK_OPS: [&str; 4] = ["read", "write", "flush", "discard"];
+
+/// The unit of the kernel's log2 slots: 2 us to 71 minutes, then +Inf.
+const UNIT: Unit = Unit::Usecs;
+
+/// One opened layer: a tool and how its histograms become series.
+enum Source {
+    /// Issue to completion (`iostack_block_latency_seconds`) or, `queued`, from the OS's
+    /// accounting start (`iostack_block_queue_latency_seconds`).
+    Block {
+        tool: Biolat,
+        queued: bool,
+    },
+    Fs {
+        tool: Fnlat,
+    },
+    Vfs {
+        tool: Fnlat,
+    },
+    Syscall {
+        tool: Syslat,
+    },
+}
+
+/// What the exporter was asked for, per layer.
+#[derive(Clone, Debug, Default)]
+pub struct LayerOptions {
+    /// `-d`: only these disks' I/O (one is filtered in the kernel, several in user space).
+    pub disks: Vec<DiskFilter>,
+    /// `--fs`: these filesystem types (default: every type fslat knows that is mounted).
+    pub filesystems: Vec<String>,
+    pub per_cgroup: Option<u32>,
+}
+
+/// The opened layers, and the state of every layer asked for.
+pub struct Layers {
+    sources: Vec<(LayerName, Source)>,
+    states: Vec<(String, LayerState)>,
+    disks: Vec<String>,
+}
+
+fn open_tool<T: Tool>(prober: &Prober, opts: &T::Options) -> Result<(T, String)> {
+    let mut plan = T::plan(prober, opts)?;
+    let tool = T::open(prober, &mut plan, opts)?;
+    Ok((tool, plan.as_ref().to_string()))
+}
+
+impl Layers {
+    /// Opens every layer asked for; one this kernel cannot trace is down, with the reason.
+    pub fn open(prober: &Prober, asked: &[LayerName], opts: &LayerOptions) -> Layers {
+        let mut layers = Layers {
+            sources: Vec::new(),
+            states: Vec::new(),
+            disks: opts.disks.iter().map(|d| d.name.clone()).collect(),
+        };
+        let cgroups = CgroupOptions {
+            filter: None,
+            per_cgroup: opts.per_cgroup,
+        };
+        let tasks = TaskFilter::default();
+        for &layer in asked {
+            let mut details = Vec::new();
+            let mut opened = Vec::new();
+            let mut failed = Vec::new();
+            match layer {
+                LayerName::Block => {
+                    for queued in [false, true] {
+                        let o = BiolatOptions {
+                            queued,
+                            per_disk: true,
+                            per_op: true,
+                            disk: match opts.disks.as_slice() {
+                                [one] => Some(one.clone()),
+                                _ => None,
+                            },
+                            unit: UNIT,
+                            cgroups: cgroups.clone(),
+                            ..Default::default()
+                        };
+                        match open_tool::<Biolat>(prober, &o) {
+                            Ok((tool, d)) => {
+                                details.push(d);
+                                opened.push(Source::Block { tool, queued });
+                            }
+                            Err(e) => failed.push(format!("{e:#}")),
+                        }
+                    }
+                }
+                LayerName::Fs => {
+                    for fs in &opts.filesystems {
+                        let o =
+                            fnlat_options("fslat", crate::tools::fslat::layer(fs), &tasks, opts);
+                        match o.and_then(|o| open_tool::<Fnlat>(prober, &o)) {
+                            Ok((tool, d)) => {
+                                details.push(format!("{fs}: {d}"));
+                                opened.push(Source::Fs { tool });
+                            }
+                            Err(e) => failed.push(format!("{fs}: {e:#}")),
+                        }
+                    }
+                }
+                LayerName::Vfs => {
+                    let o = fnlat_options("vfslat", Ok(crate::tools::vfslat::VFS), &tasks, opts);
+                    match o.and_then(|o| open_tool::<Fnlat>(prober, &o)) {
+                        Ok((tool, d)) => {
+                            details.push(d);
+                            opened.push(Source::Vfs { tool });
+                        }
+                        Err(e) => failed.push(format!("{e:#}")),
+                    }
+                }
+                LayerName::Syscall => {
+                    let o = crate::common::kernel::syscalls::select(&[], false).map(|ops| {
+                        SyslatOptions {
+                            ops,
+                            tasks: tasks.clone(),
+                            unit: UNIT,
+                            per_cgroup: opts.per_cgroup,
+                            ..Default::default()
+                        }
+                    });
+                    match o.and_then(|o| open_tool::<Syslat>(prober, &o)) {
+                        Ok((tool, d)) => {
+                            details.push(d);
+                            opened.push(Source::Syscall { tool });
+                        }
+                        Err(e) => failed.push(format!("{e:#}")),
+                    }
+                }
+            }
+            let up = !opened.is_empty();
+            let detail = match up {
+                true => details.join("\n"),
+                false => failed.join("; "),
+            };
+            layers
+                .states
+                .push((layer.name().to_string(), LayerState { up, detail }));
+            layers
+                .sources
+                .extend(opened.into_iter().map(|s| (layer, s)));
+        }
+        layers
+    }
+
+    pub fn states(&self) -> Vec<(String, LayerState)> {
+        self.states.clone()
+    }
+
+    /// Drains every layer into `m`: its histograms added to their series, its losses to the
+    /// loss counters; the series of disks that are gone stop.
+    pub fn collect_into(&mut self, m: &mut Metrics) -> Result<()> {
+        for (layer, source) in &mut self.sources {
+            let (name, help, report) = match source {
+                Source::Block { tool, queued: false } => (
+                    "iostack_block_latency_seconds",
+                    "Block I/O latency, issue to completion, by disk and operation",
+                    tool.collect()?,
+                ),
+                Source::Block { tool, queued: true } => (
+                    "iostack_block_queue_latency_seconds",
+                    "Block I/O latency including the OS queue (from the kernel's accounting start), by disk and operation",
+                    tool.collect()?,
+                ),
+                Source::Fs { tool } => (
+                    "iostack_fs_latency_seconds",
+                    "Filesystem operation latency, by filesystem type and operation",
+                    tool.collect()?,
+                ),
+                Source::Vfs { tool } => (
+                    "iostack_vfs_latency_seconds",
+                    "VFS operation latency, by operation",
+                    tool.collect()?,
+                ),
+                Source::Syscall { tool } => (
+                    "iostack_syscall_latency_seconds",
+                    "I/O system call latency, by operation",
+                    tool.collect()?,
+                ),
+            };
+            add_report(m, layer.name(), name, help, report, &self.disks);
+        }
+        let present = |d: &str| std::path::Path::new("/sys/block").join(d).exists();
+        for family in &mut m.histograms {
+            family.retain_label("disk", present);
+        }
+        Ok(())
+    }
+}
+
+fn fnlat_options(
+    name: &'static str,
+    layer: Result<crate::tools::fnlat::Layer>,
+    tasks: &TaskFilter,
+    opts: &LayerOptions,
+) -> Result<FnlatOptions> {
+    Ok(FnlatOptions {
+        name,
+        layer: layer?,
+        tasks: tasks.clone(),
+        unit: UNIT,
+        per_fs: name == "fslat",
+        min_ns: None,
+        per_cgroup: opts.per_cgroup,
+    })
+}
+
+/// A report's histograms into a family, labelled as the family says (the tools' `flags`-free
+/// `op` mapped to the block layer's fixed list); its losses into the loss counters.
+fn add_report(
+    m: &mut Metrics,
+    layer: &str,
+    name: &'static str,
+    help: &'static str,
+    report: HistogramReport,
+    disks: &[String],
+) {
+    // Every kind the layer can incur, from the first scrape on (a counter that appears only
+    // when it first counts hides the increase to it).
+    for (loss, n) in &report.losses {
+        m.add_lost(layer, loss.name(), *n);
+    }
+    let family = m.family(name, help, UNIT);
+    for h in report.histograms {
+        let mut labels: Labels = Vec::new();
+        for (k, v) in h.labels {
+            let v = match (k, layer) {
+                ("op", "block") if !BLOCK_OPS.contains(&v.as_str()) => "other".to_string(),
+                _ => v,
+            };
+            labels.push((k, v));
+        }
+        let disk = labels
+            .iter()
+            .find(|(k, _)| *k == "disk")
+            .map(|(_, v)| v.clone());
+        if disk.is_some_and(|d| !disks.is_empty() && !disks.contains(&d)) {
+            continue;
+        }
+        family.add(labels, &h.hist);
+    }
+}
