@@ -64,6 +64,7 @@ fn main() -> ExitCode {
             per_disk: args.disks,
             per_flags: args.flags,
             per_op: false,
+            also_queued: false,
             disk: args.disk.as_deref().map(DiskFilter::parse).transpose()?,
             unit: Unit::from_millis_flag(common.milliseconds),
             explain: common.explain,

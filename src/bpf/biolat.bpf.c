@@ -15,6 +15,10 @@
 
 const volatile bool per_disk = false;
 const volatile __u32 flags_mask = 0;
+/* Both latencies in one program (the exporter's two block families): issue to completion, and
+ * from the OS's accounting start (key.queued = 1), both from the kernel's own stamps on the
+ * request; user space sets it only where the traced queues keep both (stamps == KERNEL). */
+const volatile bool also_queued = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -48,13 +52,30 @@ static __always_inline int on_issue(struct request *rq, bool typed)
 	return rq_stamp(rq, q_start != Q_START_OFF, typed);
 }
 
+/* One latency into key's histogram, or its cgroup's (--per-cgroup) where there is room. Only
+ * this program writes the histograms, and the kernel never runs it nested in itself on one CPU
+ * (a nested run is skipped, and then shows as unseen): plain adds. */
+static __always_inline void record(struct biolat_key *hk, __u64 cgroup, __u64 delta)
+{
+	struct hist *h = NULL;
+
+	if (cgroup) {
+		hk->cgroup = cgroup;
+		h = cgroup_hist(&cgroup_hists, hk);
+		hk->cgroup = 0;
+	}
+	if (!h)
+		h = hist_get(&hists, hk);
+	if (h)
+		hist_record_exclusive(h, delta);
+}
+
 /* A request is recorded once, when it ends (the completion covering its last bytes). */
 static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool typed)
 {
 	__u32 dev = rq_dev(rq, typed);
 	__u32 flags, cmd;
 	struct biolat_key hk = {};
-	struct hist *h = NULL;
 	__u64 ts, now, cgroup = 0;
 
 	if (!request_ended(rq, dev, nr_bytes, typed, &flags, &cmd))
@@ -76,17 +97,20 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 	if (per_disk)
 		hk.dev = dev;
 	hk.flags = cmd & flags_mask;
-	if (cgroup) {
-		hk.cgroup = cgroup;
-		h = cgroup_hist(&cgroup_hists, &hk);
-		hk.cgroup = 0;
+	record(&hk, cgroup, now - ts);
+	if (also_queued) {
+		ts = queued_stamp(rq, flags, typed);
+		if (!ts) {
+			count_loss(LOSS_NO_START);
+			return 0;
+		}
+		if (ts > now) {
+			count_loss(LOSS_CLOCK);
+			return 0;
+		}
+		hk.queued = 1;
+		record(&hk, cgroup, now - ts);
 	}
-	if (!h)
-		h = hist_get(&hists, &hk);
-	/* Only this program writes the histograms, and the kernel never runs it nested in itself
-	 * on one CPU (a nested run is skipped, and then shows as unseen): plain adds. */
-	if (h)
-		hist_record_exclusive(h, now - ts);
 	return 0;
 }
 

@@ -9,12 +9,12 @@ use crate::common::block::disk::{DiskFilter, DiskNames};
 use crate::common::block::reqflags::RequestFlags;
 use crate::common::block::unseen::{DiskTally, UnseenIos};
 use crate::common::block::{
-    plan_block_hooks, request_map_entries, BlockHooks, RequestBits, StampChoice,
+    plan_block_hooks, request_map_entries, BlockHooks, RequestBits, StampChoice, Stamps,
 };
 use crate::common::cgroup::CgroupOptions;
 use crate::common::cgroup::{fill_task_cgroup_map, names::OTHER, per_cgroup_entries, CgroupNames};
 use crate::common::kernel::plan::AttachPlan;
-use crate::common::kernel::prober::Prober;
+use crate::common::kernel::prober::{KernelStamp, Prober};
 use crate::common::load::maps::{drain_generation, per_cpu_counts, HistogramCollector};
 use crate::common::load::{copy_struct, load_planned, mapped, Loaded};
 use crate::common::losses::{Loss, IOS};
@@ -38,6 +38,10 @@ pub struct BiolatOptions {
     /// A histogram per operation alone (`op`: read, write, flush, discard...; the exporter's
     /// label), where `-F` adds the flags.
     pub per_op: bool,
+    /// Both latencies in one program where the kernel stamps both (the exporter's two block
+    /// families): issue to completion, and from the OS's accounting start, labelled
+    /// `start=issue` and `start=queued`. Where it cannot, only the first, and the plan says why.
+    pub also_queued: bool,
     /// `-d`: one disk only.
     pub disk: Option<DiskFilter>,
     pub unit: Unit,
@@ -55,6 +59,8 @@ pub struct BiolatPlan {
     flags: Option<RequestFlags>,
     accounted: RequestBits,
     charge: Option<IoCharge>,
+    /// `also_queued`, where this kernel and these queues allow it.
+    pub also_queued: bool,
 }
 
 impl AsRef<AttachPlan> for BiolatPlan {
@@ -68,6 +74,7 @@ pub struct Biolat {
     loaded: Loaded<BiolatSkel<'static>>,
     opts: BiolatOptions,
     flags: Option<RequestFlags>,
+    also_queued: bool,
     collector: HistogramCollector,
     unseen: UnseenIos,
     disk_names: DiskNames,
@@ -108,11 +115,26 @@ impl Tool for Biolat {
             false => None,
         };
         let charge = plan_io_charge(prober, &mut hooks.plan, &opts.cgroups)?;
+        let mut also_queued = false;
+        if opts.also_queued {
+            let setup = prober.kernel_stamp(KernelStamp::Setup, disk);
+            let why = match (&setup, hooks.stamps, opts.queued) {
+                (_, _, true) => "-Q asks for the queued latency alone".to_string(),
+                (_, Stamps::Ours, _) => "the issue stamps are ours here, not the kernel's".into(),
+                (Err(why), _, _) => format!("the kernel's rq->start_time_ns is not kept ({why})"),
+                (Ok(why), Stamps::Kernel, false) => {
+                    also_queued = true;
+                    format!("from the kernel's rq->start_time_ns too, in the same program ({why})")
+                }
+            };
+            hooks.plan.decide("queued", why);
+        }
         Ok(BiolatPlan {
             hooks,
             flags,
             accounted,
             charge,
+            also_queued,
         })
     }
 
@@ -127,6 +149,7 @@ impl Tool for Biolat {
             rodata.stamps = hooks.stamps as u32;
             rodata.filter_dev = opts.disk.as_ref().map_or(0, |f| f.dev);
             rodata.per_disk = opts.per_disk;
+            rodata.also_queued = plan.also_queued;
             rodata.flags_mask = flags.as_ref().map_or(0, |f| match opts.per_flags {
                 true => f.mask(),
                 false => f.op_mask(),
@@ -160,10 +183,18 @@ impl Tool for Biolat {
             unseen: UnseenIos::start(opts.disk.as_ref().map(|f| f.dev))?,
             opts: opts.clone(),
             flags: flags.clone(),
+            also_queued: plan.also_queued,
             collector: HistogramCollector::default(),
             disk_names: DiskNames::load(),
             cgroups: opts.cgroups.per_cgroup.map(CgroupNames::new),
         })
+    }
+}
+
+impl Biolat {
+    /// Whether its reports hold both latencies (`also_queued`, where the kernel allows it).
+    pub fn also_queued(&self) -> bool {
+        self.also_queued
     }
 }
 
@@ -203,6 +234,10 @@ impl HistogramTool for Biolat {
             }
             if self.opts.per_disk {
                 labels.push(("disk", self.disk_names.name_or_reload(key.dev)));
+            }
+            if self.also_queued {
+                let start = if key.queued != 0 { "queued" } else { "issue" };
+                labels.push(("start", start.to_string()));
             }
             match &self.flags {
                 Some(flags) if self.opts.per_flags => {

@@ -119,6 +119,7 @@ pub fn bin(tool: &str) -> String {
         "vfslat" => env!("CARGO_BIN_EXE_vfslat").to_string(),
         "fslat" => env!("CARGO_BIN_EXE_fslat").to_string(),
         "iostack" => env!("CARGO_BIN_EXE_iostack").to_string(),
+        "iostack-exporter" => env!("CARGO_BIN_EXE_iostack-exporter").to_string(),
         alias => alias_of_fslat(alias),
     }
 }

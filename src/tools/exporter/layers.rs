@@ -103,26 +103,44 @@ impl Layers {
             let mut failed = Vec::new();
             match layer {
                 LayerName::Block => {
-                    for queued in [false, true] {
-                        let o = BiolatOptions {
-                            queued,
-                            per_disk: true,
-                            per_op: true,
-                            disk: match opts.disks.as_slice() {
-                                [one] => Some(one.clone()),
-                                _ => None,
-                            },
-                            unit: UNIT,
-                            cgroups: cgroups.clone(),
-                            ..Default::default()
-                        };
-                        match open_tool::<Biolat>(prober, &o) {
-                            Ok((tool, d)) => {
-                                details.push(d);
-                                opened.push(Source::Block { tool, queued });
+                    // Both families from one program where the kernel stamps both; else a
+                    // second instance for the queued latency (two programs per I/O).
+                    let o = BiolatOptions {
+                        per_disk: true,
+                        per_op: true,
+                        also_queued: true,
+                        disk: match opts.disks.as_slice() {
+                            [one] => Some(one.clone()),
+                            _ => None,
+                        },
+                        unit: UNIT,
+                        cgroups: cgroups.clone(),
+                        ..Default::default()
+                    };
+                    match open_tool::<Biolat>(prober, &o) {
+                        Ok((tool, d)) => {
+                            details.push(d);
+                            let both = tool.also_queued();
+                            opened.push(Source::Block {
+                                tool,
+                                queued: false,
+                            });
+                            if !both {
+                                let q = BiolatOptions {
+                                    queued: true,
+                                    also_queued: false,
+                                    ..o.clone()
+                                };
+                                match open_tool::<Biolat>(prober, &q) {
+                                    Ok((tool, d)) => {
+                                        details.push(d);
+                                        opened.push(Source::Block { tool, queued: true });
+                                    }
+                                    Err(e) => failed.push(format!("-Q: {e:#}")),
+                                }
                             }
-                            Err(e) => failed.push(format!("{e:#}")),
                         }
+                        Err(e) => failed.push(format!("{e:#}")),
                     }
                 }
                 LayerName::Fs => {
@@ -191,16 +209,17 @@ impl Layers {
     pub fn collect_into(&mut self, m: &mut Metrics) -> Result<()> {
         for (layer, source) in &mut self.sources {
             let (name, help, report) = match source {
-                Source::Block { tool, queued: false } => (
+                Source::Block {
+                    tool,
+                    queued: false,
+                } => (
                     "iostack_block_latency_seconds",
                     "Block I/O latency, issue to completion, by disk and operation",
                     tool.collect()?,
                 ),
-                Source::Block { tool, queued: true } => (
-                    "iostack_block_queue_latency_seconds",
-                    "Block I/O latency including the OS queue (from the kernel's accounting start), by disk and operation",
-                    tool.collect()?,
-                ),
+                Source::Block { tool, queued: true } => {
+                    (QUEUE_FAMILY.0, QUEUE_FAMILY.1, tool.collect()?)
+                }
                 Source::Fs { tool } => (
                     "iostack_fs_latency_seconds",
                     "Filesystem operation latency, by filesystem type and operation",
@@ -217,9 +236,16 @@ impl Layers {
                     tool.collect()?,
                 ),
             };
-            add_report(m, layer.name(), name, help, report, &self.disks);
+            add_report(m, layer.name(), (name, help), report, &self.disks);
         }
-        let present = |d: &str| std::path::Path::new("/sys/block").join(d).exists();
+        // A disk that is gone has no /sys/block entry; a detached loop device keeps its
+        // entry, with no size.
+        let present = |d: &str| {
+            std::fs::read_to_string(format!("/sys/block/{d}/size"))
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .is_some_and(|sectors| sectors > 0)
+        };
         for family in &mut m.histograms {
             family.retain_label("disk", present);
         }
@@ -244,13 +270,19 @@ fn fnlat_options(
     })
 }
 
-/// A report's histograms into a family, labelled as the family says (the tools' `flags`-free
-/// `op` mapped to the block layer's fixed list); its losses into the loss counters.
+/// The family of the queued block latency (a biolat report with both has `start=queued`).
+const QUEUE_FAMILY: (&str, &str) = (
+    "iostack_block_queue_latency_seconds",
+    "Block I/O latency including the OS queue (from the kernel's accounting start), by disk and operation",
+);
+
+/// A report's histograms into their family, labelled as the family says (the block layer's
+/// `op` mapped to its fixed list; `start=queued` to the queue family); its losses into the
+/// loss counters.
 fn add_report(
     m: &mut Metrics,
     layer: &str,
-    name: &'static str,
-    help: &'static str,
+    family: (&'static str, &'static str),
     report: HistogramReport,
     disks: &[String],
 ) {
@@ -259,15 +291,16 @@ fn add_report(
     for (loss, n) in &report.losses {
         m.add_lost(layer, loss.name(), *n);
     }
-    let family = m.family(name, help, UNIT);
     for h in report.histograms {
         let mut labels: Labels = Vec::new();
+        let mut into = family;
         for (k, v) in h.labels {
-            let v = match (k, layer) {
-                ("op", "block") if !BLOCK_OPS.contains(&v.as_str()) => "other".to_string(),
-                _ => v,
-            };
-            labels.push((k, v));
+            match (k, layer, v.as_str()) {
+                ("start", _, "queued") => into = QUEUE_FAMILY,
+                ("start", _, _) => {}
+                ("op", "block", op) if !BLOCK_OPS.contains(&op) => labels.push((k, "other".into())),
+                _ => labels.push((k, v)),
+            }
         }
         let disk = labels
             .iter()
@@ -276,6 +309,6 @@ fn add_report(
         if disk.is_some_and(|d| !disks.is_empty() && !disks.contains(&d)) {
             continue;
         }
-        family.add(labels, &h.hist);
+        m.family(into.0, into.1, UNIT).add(labels, &h.hist);
     }
 }

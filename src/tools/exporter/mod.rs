@@ -67,7 +67,7 @@ pub fn run(opts: ExporterOptions) -> Result<()> {
     let stop = StopSignal::install()?;
     let address = server.address();
     let serving = http::serve(server, metrics.clone());
-    eprintln!("{NAME}: serving http://{address}/metrics; Ctrl-C or SIGTERM to end");
+    eprintln!("{NAME}: serving http://{address}/metrics... Hit Ctrl-C to end.");
     let mut next = Instant::now() + opts.interval;
     loop {
         let stopping = stop.wait(Some(next.saturating_duration_since(Instant::now())));

@@ -1,0 +1,168 @@
+//! iostack-exporter on the real kernel: what /metrics says is what we caused, disks that come
+//! and go come and go in it, and bad input is one line.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::Duration;
+
+use support::*;
+
+/// A free port on 127.0.0.1 (bound and released: the exporter binds it next).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The body of GET `path` (HTTP/1.0: the server closes when done).
+fn get(port: u16, path: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to the exporter");
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    reply
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or(reply)
+}
+
+/// The value of the sample `series` (`name{labels}`), if /metrics has it.
+fn sample(metrics: &str, series: &str) -> Option<u64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// Waits past two collection intervals (one a second), so that what was done is drained.
+fn two_intervals() {
+    std::thread::sleep(Duration::from_millis(2500));
+}
+
+#[test]
+fn metrics_count_exactly_the_ios_we_made_in_both_block_families() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(16);
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let tool = Running::start("iostack-exporter", &["--listen", &listen, "-d", &dev.name]);
+    let before = diskstats(&dev.name);
+    dd_direct(&dev.path, 300, false);
+    dd_direct(&dev.path, 40, true);
+    let after = diskstats(&dev.name);
+    assert_eq!((after.0 - before.0, after.1 - before.1), (300, 40));
+    two_intervals();
+    let m = get(port, "/metrics");
+    for family in [
+        "iostack_block_latency_seconds",
+        "iostack_block_queue_latency_seconds",
+    ] {
+        for (op, n) in [("read", 300), ("write", 40)] {
+            let labels = format!("{{disk=\"{}\",op=\"{op}\"}}", dev.name);
+            assert_eq!(
+                sample(&m, &format!("{family}_count{labels}")),
+                Some(n),
+                "{m}"
+            );
+            let inf = format!(
+                "{family}_bucket{{disk=\"{}\",op=\"{op}\",le=\"+Inf\"}}",
+                dev.name
+            );
+            assert_eq!(sample(&m, &inf), Some(n), "{m}");
+        }
+    }
+    let unseen = "iostack_lost_events_total{layer=\"block\",reason=\"unseen\"}";
+    assert_eq!(sample(&m, unseen), Some(0), "{m}");
+    assert_eq!(
+        sample(&m, "iostack_layer_up{layer=\"block\"}"),
+        Some(1),
+        "{m}"
+    );
+    let (code, _, err) = tool.stop_with(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0, "SIGTERM ends it cleanly: {err}");
+}
+
+#[test]
+fn a_loop_device_attached_mid_run_appears_and_its_series_stop_when_it_goes() {
+    let _g = serial();
+    require_root();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let tool = Running::start(
+        "iostack-exporter",
+        &["--listen", &listen, "--layers", "block"],
+    );
+    let dev = LoopDevice::new(16);
+    dd_direct(&dev.path, 25, false);
+    two_intervals();
+    let series = format!(
+        "iostack_block_latency_seconds_count{{disk=\"{}\",op=\"read\"}}",
+        dev.name
+    );
+    let m = get(port, "/metrics");
+    assert_eq!(sample(&m, &series), Some(25), "{m}");
+    let name = dev.name.clone();
+    drop(dev);
+    two_intervals();
+    let m = get(port, "/metrics");
+    assert!(
+        !m.contains(&format!("disk=\"{name}\"")),
+        "{name} is gone, its series too: {m}"
+    );
+    let (code, _, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn the_index_page_names_each_layer_and_links_to_metrics() {
+    let _g = serial();
+    require_root();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let tool = Running::start(
+        "iostack-exporter",
+        &["--listen", &listen, "--layers", "block,vfs"],
+    );
+    let page = get(port, "/");
+    assert!(page.contains("<a href=\"/metrics\">"), "{page}");
+    assert!(page.contains("block &mdash; traced"), "{page}");
+    assert!(
+        page.contains("tp_btf/block_rq_complete"),
+        "the hooks, as --explain says: {page}"
+    );
+    // The CI host has neither fentry nor kprobes; where it has, the VFS layer is traced.
+    assert!(page.contains("<h3>vfs &mdash; "), "{page}");
+    tool.interrupt();
+}
+
+#[test]
+fn bad_input_is_a_one_line_error() {
+    let _g = serial();
+    require_root();
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    for (args, says) in [
+        (
+            vec!["--listen".to_string(), format!("127.0.0.1:{port}")],
+            "in use".to_string(),
+        ),
+        (
+            vec!["--listen".into(), "nowhere".into()],
+            "not an address and port".into(),
+        ),
+        (vec!["--layers".into(), "nosuch".into()], "nosuch".into()),
+        (vec!["-d".into(), "nosuchdisk".into()], "nosuchdisk".into()),
+        (
+            vec!["--fs".into(), "nosuchfs".into()],
+            "unknown filesystem".into(),
+        ),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run("iostack-exporter", &args);
+        let err = assert_one_line_error(&out, "iostack-exporter");
+        assert!(err.contains(&says), "{args:?}: {err}");
+    }
+}
