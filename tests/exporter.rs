@@ -166,3 +166,27 @@ fn bad_input_is_a_one_line_error() {
         assert!(err.contains(&says), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn explain_shows_each_layers_hooks_or_why_it_cannot_be_traced() {
+    let _g = serial();
+    require_root();
+    let out = run("iostack-exporter", &["--explain", "--layers", "block,vfs"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("block: traced"), "{text}");
+    assert!(
+        text.contains("block_rq_complete"),
+        "the block layer's hook: {text}"
+    );
+    // The CI host has neither fentry nor kprobes: the VFS layer says why; elsewhere its hooks.
+    assert!(
+        text.contains("vfs: traced") || text.contains("vfs: not traced here"),
+        "{text}"
+    );
+    assert!(text.ends_with("loaded and attached: ok\n"), "{text}");
+}

@@ -14,7 +14,8 @@ const EXAMPLES: &str = "Examples:
   iostack-exporter                        block and filesystem latency on :9709/metrics
   iostack-exporter --layers block,fs,vfs,syscall   every layer (the syscall layer runs on every system call)
   iostack-exporter -d nvme0n1 --per-cgroup   one disk, split by service or container (cgroup v2)
-  iostack-exporter --listen 127.0.0.1:9709   only for scrapers on this host";
+  iostack-exporter --listen 127.0.0.1:9709   only for scrapers on this host
+  iostack-exporter --explain              which kernel hooks each layer would use, and why";
 
 /// Export block, filesystem, VFS and system call latency histograms to Prometheus
 #[derive(Parser, Debug)]
@@ -42,6 +43,10 @@ struct Args {
     /// Print libbpf's messages
     #[arg(short, long)]
     verbose: bool,
+
+    /// Print which kernel hooks each layer uses (or why it cannot be traced here), and exit
+    #[arg(long)]
+    explain: bool,
 }
 
 fn main() -> ExitCode {
@@ -70,6 +75,7 @@ fn main() -> ExitCode {
             },
             interval: Duration::from_secs(1),
             verbose: args.verbose,
+            explain: args.explain,
         };
         exporter::run(opts)
     })

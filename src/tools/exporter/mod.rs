@@ -32,6 +32,8 @@ pub struct ExporterOptions {
     /// How often the kernel's histograms are drained into the exported ones.
     pub interval: Duration,
     pub verbose: bool,
+    /// `--explain`: print each layer's hooks (or why it cannot be traced here) and exit.
+    pub explain: bool,
 }
 
 /// The layers on by default: block (one program per I/O) and, where function hooks work, fs;
@@ -56,6 +58,20 @@ pub fn mounted_filesystems() -> Vec<String> {
 /// Runs until SIGINT/SIGTERM: binds, opens the layers, then drains them every interval while
 /// the HTTP thread serves copies of what has been gathered.
 pub fn run(opts: ExporterOptions) -> Result<()> {
+    if opts.explain {
+        let prober = crate::common::run::prepare(NAME, opts.verbose)?;
+        let layers = Layers::open(&prober, &opts.layers, &opts.layer_options);
+        for (layer, state) in layers.states() {
+            let how = if state.up {
+                "traced"
+            } else {
+                "not traced here"
+            };
+            println!("{layer}: {how}\n{}\n", state.detail);
+        }
+        println!("loaded and attached: ok");
+        return Ok(());
+    }
     // Bound first: a port in use is the most likely mistake, and says so before any tracing.
     let server = http::bind(&opts.listen)?;
     let prober = crate::common::run::prepare(NAME, opts.verbose)?;
