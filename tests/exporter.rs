@@ -190,3 +190,182 @@ fn explain_shows_each_layers_hooks_or_why_it_cannot_be_traced() {
     );
     assert!(text.ends_with("loaded and attached: ok\n"), "{text}");
 }
+
+/// Debian's Prometheus and promtool, which scripts/install-deps unpacks into the cache.
+fn prometheus_bin(name: &str) -> String {
+    let cache = std::env::var("IOSTACK_CACHE").unwrap_or_else(|_| "/var/cache/iostack".into());
+    let path = format!("{cache}/prometheus/usr/bin/{name}");
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "{path} is missing: run scripts/install-deps"
+    );
+    path
+}
+
+/// Every byte but letters and digits as %XX: a PromQL expression in a query string.
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A real Prometheus on 127.0.0.1 scraping the exporter at `target` every second, its storage
+/// in a temporary directory; killed and removed on drop.
+struct Prometheus {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+    port: u16,
+}
+
+impl Prometheus {
+    fn start(target: u16) -> Prometheus {
+        let dir = std::env::temp_dir().join(format!("iostack-prometheus-{target}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: iostack\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
+            ),
+        )
+        .unwrap();
+        let port = free_port();
+        let log = std::fs::File::create(dir.join("log")).unwrap();
+        let child = std::process::Command::new(prometheus_bin("prometheus"))
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start prometheus");
+        let prometheus = Prometheus { child, dir, port };
+        // Ready, and has scraped the exporter once.
+        for _ in 0..300 {
+            if prometheus.value("up{job=\"iostack\"}") == Some(1.0) {
+                return prometheus;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "Prometheus never scraped the exporter: {}",
+            std::fs::read_to_string(prometheus.dir.join("log")).unwrap_or_default()
+        );
+    }
+
+    /// The one value an instant query gives, if it gives exactly one.
+    fn value(&self, promql: &str) -> Option<f64> {
+        // Not listening yet: no value.
+        TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        let body = get(
+            self.port,
+            &format!("/api/v1/query?query={}", url_encode(promql)),
+        );
+        let reply: serde_json::Value = serde_json::from_str(&body).ok()?;
+        match reply["data"]["result"].as_array()?.as_slice() {
+            [one] => one["value"][1].as_str()?.parse().ok(),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn a_real_prometheus_counts_exactly_the_ios_we_made_and_reads_biolats_median() {
+    let _g = serial();
+    require_root();
+    const N: u64 = 500;
+    let dev = LoopDevice::new(16);
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let exporter = Running::start(
+        "iostack-exporter",
+        &["--listen", &listen, "--layers", "block"],
+    );
+    let biolat = Running::start("biolat", &["-d", &dev.name, "-j"]);
+    let prometheus = Prometheus::start(port);
+    let before = diskstats(&dev.name);
+    dd_direct(&dev.path, N, false);
+    let after = diskstats(&dev.name);
+    assert_eq!(after.0 - before.0, N, "diskstats saw the reads we made");
+    let (code, out, err) = biolat.interrupt();
+    assert_eq!(code, 0, "{err}");
+    // One drain of the exporter, then two scrapes.
+    two_intervals();
+    std::thread::sleep(Duration::from_millis(2500));
+
+    let series = format!("{{disk=\"{}\",op=\"read\"}}", dev.name);
+    assert_eq!(
+        prometheus.value(&format!("iostack_block_latency_seconds_count{series}")),
+        Some(N as f64),
+        "Prometheus holds exactly the reads we made"
+    );
+    assert_eq!(
+        prometheus.value("iostack_lost_events_total{layer=\"block\",reason=\"unseen\"}"),
+        Some(0.0)
+    );
+    // The same reads' median: Prometheus interpolates in the bucket [2^k, 2^(k+1)) us that
+    // holds the middle read, biolat reads its finer bucket in it: the same log2 bucket.
+    let hists: Vec<serde_json::Value> = json_lines(&out)
+        .iter()
+        .flat_map(|r| r["histograms"].as_array().cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(hists.len(), 1, "biolat saw one disk's reads: {out}");
+    assert_eq!(hists[0]["count"].as_u64(), Some(N), "{out}");
+    let biolat_us = hists[0]["p50_ns"].as_f64().unwrap() / 1e3;
+    let prometheus_us = prometheus
+        .value(&format!(
+            "histogram_quantile(0.5, iostack_block_latency_seconds_bucket{series}) * 1e6"
+        ))
+        .expect("a median from Prometheus");
+    let bucket = |us: f64| us.max(1.0).log2().floor();
+    let low = 2f64.powf(bucket(biolat_us));
+    assert!(
+        (low..=2.0 * low).contains(&prometheus_us),
+        "Prometheus' median {prometheus_us:.1} us is in biolat's median's bucket [{low}, {}] us (biolat: {biolat_us:.1} us)",
+        2.0 * low
+    );
+
+    // promtool lints what Prometheus scraped, as the text format.
+    let metrics = get(port, "/metrics");
+    let mut promtool = std::process::Command::new(prometheus_bin("promtool"))
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start promtool");
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(metrics.as_bytes())
+        .unwrap();
+    let lint = promtool.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
+    assert!(
+        lint.status.success() && said.is_empty(),
+        "promtool check metrics: {said}"
+    );
+    drop(prometheus);
+    let (code, _, err) = exporter.stop_with(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0, "{err}");
+}

@@ -1,8 +1,8 @@
-//! `/metrics`: the Prometheus text format (0.0.4), encoded by the official `prometheus-client`
-//! crate from a copy of the exporter's `Metrics`. Served whatever the scraper's Accept header
-//! says: every Prometheus takes it, `promtool check metrics` accepts it, and its `le` values are
-//! spelled as the Go exporters spell them (the OpenMetrics encoder spells them differently, and
-//! Prometheus 2 keeps `le` as written, so switching formats would start new series).
+//! `/metrics`, encoded by the official `prometheus-client` crate from a copy of the exporter's
+//! `Metrics`: OpenMetrics 1.0 when the scraper's Accept header asks for it (Prometheus does, first),
+//! else the Prometheus text format 0.0.4 (curl, `promtool check metrics`, older scrapers). The
+//! two spell `le` differently (`6.4e-5`, `6.4e-05`) and Prometheus 2 keeps `le` as written, but a
+//! scraper asks the same way every time, so its series stay the same.
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
@@ -13,8 +13,31 @@ use prometheus_client::registry::Registry;
 
 use super::series::Metrics;
 
-/// The Content-Type of what `encode` returns.
-pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+/// The two exposition formats, and which one a scraper asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    PrometheusText,
+    OpenMetrics,
+}
+
+impl Format {
+    /// OpenMetrics if the Accept header names it at all (Prometheus sends
+    /// `application/openmetrics-text;version=1.0.0,...;q=0.75,text/plain;version=0.0.4;q=0.5`),
+    /// else the Prometheus text format, which every scraper takes.
+    pub fn from_accept(accept: Option<&str>) -> Format {
+        match accept {
+            Some(a) if a.contains("application/openmetrics-text") => Format::OpenMetrics,
+            _ => Format::PrometheusText,
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::PrometheusText => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+}
 
 #[derive(Debug)]
 struct Snapshot(Metrics);
@@ -63,13 +86,18 @@ impl Collector for Snapshot {
     }
 }
 
-/// The text of a scrape.
-pub fn encode(metrics: Metrics) -> String {
+/// The text of a scrape, in `format`.
+pub fn encode(metrics: Metrics, format: Format) -> String {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(Snapshot(metrics)));
     let mut out = String::new();
     // Writing into a String cannot fail.
-    let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &registry);
+    let _ = match format {
+        Format::PrometheusText => {
+            prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)
+        }
+        Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, &registry),
+    };
     out
 }
 
@@ -115,7 +143,7 @@ mod tests {
 
     #[test]
     fn buckets_are_cumulative_exact_integers_with_the_sum_in_seconds() {
-        let text = encode(sample());
+        let text = encode(sample(), Format::PrometheusText);
         let series = r#"{disk="we\"ird\\disk",op="read""#;
         for line in [
             format!("iostack_block_latency_seconds_bucket{series},le=\"6.4e-05\"}} 0"),
@@ -134,13 +162,35 @@ mod tests {
 
     #[test]
     fn losses_are_counters_and_layers_gauges() {
-        let text = encode(sample());
+        let text = encode(sample(), Format::PrometheusText);
         for line in [
             "# TYPE iostack_lost_events_total counter",
             "iostack_lost_events_total{layer=\"block\",reason=\"unseen\"} 2",
             "# TYPE iostack_layer_up gauge",
             "iostack_layer_up{layer=\"block\"} 1",
             "iostack_layer_up{layer=\"fs\"} 0",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "no line {line} in:\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn openmetrics_is_served_to_a_scraper_that_asks_for_it_with_the_same_exact_counts() {
+        let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(Format::from_accept(Some(prometheus)), Format::OpenMetrics);
+        assert_eq!(Format::from_accept(Some("*/*")), Format::PrometheusText);
+        assert_eq!(Format::from_accept(None), Format::PrometheusText);
+        let text = encode(sample(), Format::OpenMetrics);
+        let series = r#"{disk="we\"ird\\disk",op="read""#;
+        for line in [
+            format!("iostack_block_latency_seconds_bucket{series},le=\"0.000128\"}} 1280000"),
+            format!("iostack_block_latency_seconds_bucket{series},le=\"+Inf\"}} 1280003"),
+            format!("iostack_block_latency_seconds_count{series}}} 1280003"),
+            "iostack_lost_events_total{layer=\"block\",reason=\"unseen\"} 2".to_string(),
+            "# EOF".to_string(),
         ] {
             assert!(
                 text.lines().any(|l| l == line),

@@ -1,5 +1,5 @@
-//! The exporter's HTTP side (tiny_http, one blocking thread): `/metrics` in the Prometheus
-//! text format, `/` a small page of the layers, how they are hooked, and the losses.
+//! The exporter's HTTP side (tiny_http, one blocking thread): `/metrics` in the format the
+//! scraper asks for, `/` a small page of the layers, how they are hooked, and the losses.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use anyhow::{anyhow, Result};
 use tiny_http::{Header, Response, Server};
 
-use super::encode::{encode, CONTENT_TYPE};
+use super::encode::{encode, Format};
 use super::series::Metrics;
 
 pub struct Bound(Server);
@@ -70,9 +70,15 @@ pub fn serve(bound: Bound, metrics: Arc<Mutex<Metrics>>) -> Serving {
                     Err(_) => break,
                 };
                 let path = request.url().split('?').next().unwrap_or("").to_string();
+                let accept = request
+                    .headers()
+                    .iter()
+                    .find(|h| h.field.equiv("Accept"))
+                    .map(|h| h.value.as_str().to_string());
+                let format = Format::from_accept(accept.as_deref());
                 let response = match path.as_str() {
-                    "/metrics" => Response::from_string(encode(snapshot))
-                        .with_header(header("Content-Type", CONTENT_TYPE)),
+                    "/metrics" => Response::from_string(encode(snapshot, format))
+                        .with_header(header("Content-Type", format.content_type())),
                     "/" => Response::from_string(index(&snapshot))
                         .with_header(header("Content-Type", "text/html; charset=utf-8")),
                     _ => Response::from_string("not found: try /metrics\n").with_status_code(404),
