@@ -184,11 +184,12 @@ mod tests {
         assert_eq!(Format::from_accept(Some("*/*")), Format::PrometheusText);
         assert_eq!(Format::from_accept(None), Format::PrometheusText);
         let text = encode(sample(), Format::OpenMetrics);
-        let series = r#"{disk="we\"ird\\disk",op="read""#;
+        let series = r#"disk="we\"ird\\disk",op="read""#;
         for line in [
-            format!("iostack_block_latency_seconds_bucket{series},le=\"0.000128\"}} 1280000"),
-            format!("iostack_block_latency_seconds_bucket{series},le=\"+Inf\"}} 1280003"),
-            format!("iostack_block_latency_seconds_count{series}}} 1280003"),
+            // OpenMetrics' encoder writes `le` first.
+            format!("iostack_block_latency_seconds_bucket{{le=\"0.000128\",{series}}} 1280000"),
+            format!("iostack_block_latency_seconds_bucket{{le=\"+Inf\",{series}}} 1280003"),
+            format!("iostack_block_latency_seconds_count{{{series}}} 1280003"),
             "iostack_lost_events_total{layer=\"block\",reason=\"unseen\"} 2".to_string(),
             "# EOF".to_string(),
         ] {
