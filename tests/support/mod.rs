@@ -163,8 +163,21 @@ fn collect(stream: impl Read + Send + 'static, into: Arc<Mutex<String>>) -> thre
 impl Running {
     /// Starts the tool and waits until it says it is tracing (on stdout, or stderr with -j).
     pub fn start(tool: &str, args: &[&str]) -> Running {
-        let mut child = Command::new(bin(tool))
-            .args(args)
+        let mut command = Command::new(bin(tool));
+        command.args(args);
+        Running::spawn(command, &format!("{tool} {args:?}"))
+    }
+
+    /// As `start`, as nobody with only these capabilities, ambient (as a systemd unit's
+    /// AmbientCapabilities= gives them).
+    pub fn start_with_caps(tool: &str, caps: &[&str], args: &[&str]) -> Running {
+        let mut command = with_caps(caps);
+        command.arg(bin(tool)).args(args);
+        Running::spawn(command, &format!("{tool} {args:?} with {caps:?}"))
+    }
+
+    fn spawn(mut command: Command, what: &str) -> Running {
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -192,7 +205,7 @@ impl Running {
                 return running;
             }
             if Instant::now() > deadline {
-                panic!("{tool} {args:?} did not start tracing within 30 s; output so far: {both}");
+                panic!("{what} did not start tracing within 30 s; output so far: {both}");
             }
             thread::sleep(Duration::from_millis(20));
         }
@@ -261,15 +274,22 @@ pub fn run_unprivileged(tool: &str, args: &[&str]) -> Output {
 /// The tool run as nobody with only these capabilities (e.g. ["bpf", "perfmon"]), ambient, as
 /// a systemd unit's AmbientCapabilities= gives them.
 pub fn run_with_caps(tool: &str, caps: &[&str], args: &[&str]) -> Output {
-    let set: String = caps.iter().map(|c| format!(",+{c}")).collect();
-    Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(format!("--inh-caps=-all{set}"))
-        .arg(format!("--ambient-caps=-all{set}"))
+    with_caps(caps)
         .arg(bin(tool))
         .args(args)
         .output()
         .expect("run setpriv")
+}
+
+/// setpriv, ready to run a command as nobody with only `caps`, ambient.
+fn with_caps(caps: &[&str]) -> Command {
+    let set: String = caps.iter().map(|c| format!(",+{c}")).collect();
+    let mut command = Command::new("setpriv");
+    command
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(format!("--inh-caps=-all{set}"))
+        .arg(format!("--ambient-caps=-all{set}"));
+    command
 }
 
 /// An error exit: non-zero, exactly one line on stderr, no panic or backtrace.

@@ -39,7 +39,7 @@ impl LayerName {
 /// The block layer's operations: the kernel's request ops, the rare ones as `other`.
 const BLOCK_OPS: [&str; 4] = ["read", "write", "flush", "discard"];
 
-/// The unit of the kernel's log2 slots: 2 us to 71 minutes, then +Inf.
+/// The unit of the kernel's log2 slots: bounds 2 us to 2^31 us (36 minutes), then +Inf.
 const UNIT: Unit = Unit::Usecs;
 
 /// One opened layer: a tool and how its histograms become series.

@@ -61,7 +61,8 @@ pub fn run(opts: ExporterOptions) -> Result<()> {
     if opts.explain {
         let prober = crate::common::run::prepare(NAME, opts.verbose)?;
         let layers = Layers::open(&prober, &opts.layers, &opts.layer_options);
-        for (layer, state) in layers.states() {
+        let states = layers.states();
+        for (layer, state) in &states {
             let how = if state.up {
                 "traced"
             } else {
@@ -69,7 +70,23 @@ pub fn run(opts: ExporterOptions) -> Result<()> {
             };
             println!("{layer}: {how}\n{}\n", state.detail);
         }
-        println!("loaded and attached: ok");
+        // "ok" only if every layer asked for loaded and attached: the tests and the matrix
+        // read this line.
+        let names = |up: bool| -> Vec<&str> {
+            states
+                .iter()
+                .filter(|(_, s)| s.up == up)
+                .map(|(l, _)| l.as_str())
+                .collect()
+        };
+        match names(false).as_slice() {
+            [] => println!("loaded and attached: ok"),
+            down => println!(
+                "loaded and attached: {}; not traced here: {}",
+                names(true).join(", "),
+                down.join(", ")
+            ),
+        }
         return Ok(());
     }
     // Bound first: a port in use is the most likely mistake, and says so before any tracing.
