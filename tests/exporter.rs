@@ -17,6 +17,24 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// The exporter serving on a free port of 127.0.0.1, with `args`; and that port. With `caps`,
+/// as nobody with only those capabilities (as its systemd unit runs it).
+fn exporter(caps: Option<&[&str]>, args: &[&str]) -> (Running, u16) {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let args = [&["--listen", listen.as_str()], args].concat();
+    let tool = match caps {
+        Some(caps) => Running::start_with_caps("iostack-exporter", caps, &args),
+        None => Running::start("iostack-exporter", &args),
+    };
+    (tool, port)
+}
+
+/// `iostack_block_latency_seconds_count` of a disk's reads.
+fn reads_series(disk: &str) -> String {
+    format!("iostack_block_latency_seconds_count{{disk=\"{disk}\",op=\"read\"}}")
+}
+
 /// The body of GET `path` (HTTP/1.0: the server closes when done).
 fn get(port: u16, path: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to the exporter");
@@ -46,9 +64,7 @@ fn metrics_count_exactly_the_ios_we_made_in_both_block_families() {
     let _g = serial();
     require_root();
     let dev = LoopDevice::new(16);
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let tool = Running::start("iostack-exporter", &["--listen", &listen, "-d", &dev.name]);
+    let (tool, port) = exporter(None, &["-d", &dev.name]);
     let before = diskstats(&dev.name);
     dd_direct(&dev.path, 300, false);
     dd_direct(&dev.path, 40, true);
@@ -90,21 +106,11 @@ fn as_its_unit_runs_it_nobody_with_cap_bpf_and_cap_perfmon_it_counts_exactly() {
     let _g = serial();
     require_root();
     let dev = LoopDevice::new(16);
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let tool = Running::start_with_caps(
-        "iostack-exporter",
-        &["bpf", "perfmon"],
-        &["--listen", &listen, "-d", &dev.name],
-    );
+    let (tool, port) = exporter(Some(&["bpf", "perfmon"]), &["-d", &dev.name]);
     dd_direct(&dev.path, 60, false);
     two_intervals();
     let m = get(port, "/metrics");
-    let series = format!(
-        "iostack_block_latency_seconds_count{{disk=\"{}\",op=\"read\"}}",
-        dev.name
-    );
-    assert_eq!(sample(&m, &series), Some(60), "{m}");
+    assert_eq!(sample(&m, &reads_series(&dev.name)), Some(60), "{m}");
     let (code, _, err) = tool.stop_with(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(code, 0, "SIGTERM, as systemctl stop sends it: {err}");
 }
@@ -116,19 +122,9 @@ fn per_cgroup_labels_split_the_ios_by_cgroup_cut_at_the_depth_asked() {
     let dev = LoopDevice::new(16);
     let (a, b) = (Cgroup2::new("a"), Cgroup2::new("b"));
     let deep = a.child("deep");
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let tool = Running::start(
-        "iostack-exporter",
-        &[
-            "--listen",
-            &listen,
-            "--layers",
-            "block",
-            "-d",
-            &dev.name,
-            "--per-cgroup=1",
-        ],
+    let (tool, port) = exporter(
+        None,
+        &["--layers", "block", "-d", &dev.name, "--per-cgroup=1"],
     );
     a.dd_direct(&dev.path, 100, false);
     deep.dd_direct(&dev.path, 30, false);
@@ -156,19 +152,11 @@ fn per_cgroup_labels_split_the_ios_by_cgroup_cut_at_the_depth_asked() {
 fn a_loop_device_attached_mid_run_appears_and_its_series_stop_when_it_goes() {
     let _g = serial();
     require_root();
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let tool = Running::start(
-        "iostack-exporter",
-        &["--listen", &listen, "--layers", "block"],
-    );
+    let (tool, port) = exporter(None, &["--layers", "block"]);
     let dev = LoopDevice::new(16);
     dd_direct(&dev.path, 25, false);
     two_intervals();
-    let series = format!(
-        "iostack_block_latency_seconds_count{{disk=\"{}\",op=\"read\"}}",
-        dev.name
-    );
+    let series = reads_series(&dev.name);
     let m = get(port, "/metrics");
     assert_eq!(sample(&m, &series), Some(25), "{m}");
     let name = dev.name.clone();
@@ -187,12 +175,7 @@ fn a_loop_device_attached_mid_run_appears_and_its_series_stop_when_it_goes() {
 fn the_index_page_names_each_layer_and_links_to_metrics() {
     let _g = serial();
     require_root();
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let tool = Running::start(
-        "iostack-exporter",
-        &["--listen", &listen, "--layers", "block,vfs"],
-    );
+    let (tool, port) = exporter(None, &["--layers", "block,vfs"]);
     let page = get(port, "/");
     assert!(page.contains("<a href=\"/metrics\">"), "{page}");
     assert!(page.contains("block &mdash; traced"), "{page}");
@@ -357,12 +340,7 @@ fn a_real_prometheus_counts_exactly_the_ios_we_made_and_reads_biolats_median() {
     require_root();
     const N: u64 = 500;
     let dev = LoopDevice::new(16);
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let exporter = Running::start(
-        "iostack-exporter",
-        &["--listen", &listen, "--layers", "block"],
-    );
+    let (tool, port) = exporter(None, &["--layers", "block"]);
     let biolat = Running::start("biolat", &["-d", &dev.name, "-j"]);
     let prometheus = Prometheus::start(port);
     let before = diskstats(&dev.name);
@@ -433,6 +411,6 @@ fn a_real_prometheus_counts_exactly_the_ios_we_made_and_reads_biolats_median() {
         "promtool check metrics: {said}"
     );
     drop(prometheus);
-    let (code, _, err) = exporter.stop_with(nix::sys::signal::Signal::SIGTERM);
+    let (code, _, err) = tool.stop_with(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(code, 0, "{err}");
 }

@@ -48,7 +48,7 @@ traced_by "$workload" aio "$mnt" 8 0 0 0 aio -- &&
 if [ -x "$IOSTACK_BIN/vfslat" ]; then
   "$workload" "$mnt" 50 30 10 10 >"$IOSTACK_WORK/order.wl" &
   wpid=$!
-  while ! grep -qs '^ready' "$IOSTACK_WORK/order.wl"; do sleep 0.05; done
+  wait_for_line 60 '^ready' "$IOSTACK_WORK/order.wl"
   IOSTACK_TOOL=vfslat
   tool_spawn order_vfs -j -p "$wpid"
   IOSTACK_TOOL=ext4lat
@@ -89,7 +89,7 @@ else
   # second is measured.
   FILE_WORKLOAD_ROUNDS=2 "$workload" "$mnt" 400 200 20 100 >"$IOSTACK_WORK/vs.wl" &
   wpid=$!
-  while ! grep -qs '^ready' "$IOSTACK_WORK/vs.wl"; do sleep 0.05; done
+  wait_for_line 60 '^ready' "$IOSTACK_WORK/vs.wl"
   prog_ids "$IOSTACK_WORK/vs.ids0"
   "$fsdist" -t ext4 -p "$wpid" >"$IOSTACK_WORK/vs.fsdist" 2>&1 &
   fpid=$!
@@ -97,7 +97,7 @@ else
   tool_start vs -j -p "$wpid"
   prog_ids "$IOSTACK_WORK/vs.ids2"
   kill -USR1 "$wpid"
-  while ! grep -qs '^done 1' "$IOSTACK_WORK/vs.wl"; do sleep 0.05; done
+  wait_for_line 60 '^done 1' "$IOSTACK_WORK/vs.wl"
   "$stats" >"$IOSTACK_WORK/vs.before"
   kill -USR1 "$wpid"
   wait "$wpid"
@@ -193,7 +193,7 @@ else
   # small workload, then --min's lines for O_DIRECT reads.
   "$workload" "$smnt" 3 2 1 1 direct >"$IOSTACK_WORK/text.wl" &
   wpid=$!
-  while ! grep -qs '^ready' "$IOSTACK_WORK/text.wl"; do sleep 0.05; done
+  wait_for_line 60 '^ready' "$IOSTACK_WORK/text.wl"
   tool_spawn text_hist -p "$wpid"
   tool_spawn text_min -p "$wpid" --min 1
   tool_wait_ready text_hist && tool_wait_ready text_min

@@ -1,9 +1,11 @@
 #!/bin/sh
-# iostack-exporter's kernel-matrix checks, where function hooks work (the CI host traces only
-# its block and syscall layers): every layer traced; scraped over HTTP (busybox wget), the block
-# layer counts raw I/Os we made on a disk without a filesystem exactly, in both families, the
-# fs layer exactly a helper's ext4 operations, the VFS and syscall layers at least those; as
-# nobody with the unit's capabilities; SIGTERM ends it with 0. Runs under busybox sh (see lib.sh).
+# iostack-exporter's kernel-matrix checks. Where function hooks work (the VMs) every layer is
+# traced; where they do not (the CI host) block and syscall are, and fs and vfs say why. Scraped
+# over HTTP (busybox wget): the block layer counts raw I/Os we made on a disk without a
+# filesystem exactly, in both families (the host's kernel may run no program for an I/O: there
+# what is missing must be counted unseen); the fs layer exactly a helper's ext4 operations; the
+# VFS and syscall layers at least those; the fsyncs' flushes in both block families; as nobody
+# with the unit's capabilities; SIGTERM ends it with 0. Runs under busybox sh (see lib.sh).
 set -u
 . "$(dirname "$0")/lib.sh"
 trap 'tool_cleanup; umount "$IOSTACK_WORK/mnt" 2>/dev/null' EXIT
@@ -13,21 +15,35 @@ mnt="$IOSTACK_WORK/mnt"
 fast=${IOSTACK_FAST_DISK:?}
 other=${IOSTACK_OTHER_DISK:-}
 layers="block,fs,vfs,syscall"
-port=9709
+# A port of its own (9709 may be taken by an exporter the host runs).
+port=$((20000 + $$ % 20000))
 W=30 # O_DIRECT writes on the other disk
 R=20 # and reads
+
+# What this kernel can trace, by another tool's verdict: vfslat needs function hooks, and says
+# in one line when there are none.
+if "$IOSTACK_BIN/vfslat" --explain >/dev/null 2>"$IOSTACK_WORK/hooks.err"; then
+  want_up="block fs vfs syscall "
+  want_last="loaded and attached: ok"
+elif grep -q 'syslat and biolat work here' "$IOSTACK_WORK/hooks.err"; then
+  want_up="block syscall "
+  want_last="loaded and attached: block, syscall; not traced here: fs, vfs"
+else
+  fail explain "vfslat --explain failed otherwise: $(head -c 200 "$IOSTACK_WORK/hooks.err")"
+  exit 0
+fi
+hooks=$([ "$want_up" = "block syscall " ] && echo none || echo functions)
 
 tool_run explain --explain --layers "$layers" --fs ext4
 rc=$?
 up=$(awk '/^(block|fs|vfs|syscall): traced$/ { sub(/:$/, "", $1); print $1 }' "$(out_of explain)" | tr '\n' ' ')
-if [ "$rc" -eq 0 ] && [ "$up" = "block fs vfs syscall " ] &&
-  grep -q '^loaded and attached: ok$' "$(out_of explain)"; then
-  pass explain "every layer traced: $up"
+if [ "$rc" -eq 0 ] && [ "$up" = "$want_up" ] && [ "$(tail -n 1 "$(out_of explain)")" = "$want_last" ]; then
+  pass explain "traced: $up($(tail -n 1 "$(out_of explain)"))"
 else
-  fail explain "exit $rc, traced: '$up': $(brief explain)"
+  fail explain "exit $rc, traced: '$up', want '$want_up' and '$want_last': $(brief explain)"
 fi
 for layer in block fs vfs syscall; do
-  path "$layer" "$(awk -v l="$layer:" '$1 == l { print $2; exit }' "$(out_of explain)")"
+  path "$layer" "$(awk -v l="$layer:" '$1 == l { print ($2 == "traced" ? "traced" : "not-traced"); exit }' "$(out_of explain)")"
 done
 
 # metric FILE NAME LABEL_FILTER: "op=count ..." (sorted) of a histogram family's _count series
@@ -39,20 +55,19 @@ metric() {
 }
 # total FILE NAME LABEL_FILTER: the sum of those counts.
 total() { metric "$@" | tr ' ' '\n' | awk -F= '{ n += $2 } END { print n + 0 }'; }
+# lost FILE LAYER REASON: a loss counter's value.
+lost() { awk -v s="iostack_lost_events_total{layer=\"$2\",reason=\"$3\"}" '$1 == s { print $2; exit }' "$1"; }
 
-# The guest's loopback is down until someone brings it up (busybox ifconfig).
-ifconfig lo 127.0.0.1 up 2>"$IOSTACK_WORK/lo.err" || log "ifconfig lo: $(cat "$IOSTACK_WORK/lo.err")"
+# The VM's loopback is down until someone brings it up (busybox ifconfig); the host's is up.
+grep -qs 1 /sys/class/net/lo/carrier || ifconfig lo 127.0.0.1 up 2>"$IOSTACK_WORK/lo.err" ||
+  log "ifconfig lo: $(cat "$IOSTACK_WORK/lo.err")"
 if ! mounted "$fast" "$mnt" ext4; then
   fail counts "could not mount the fast disk's ext4"
   exit 0
 fi
 "$workload" "$mnt" 7 5 3 2 >"$IOSTACK_WORK/wl.out" &
 wpid=$!
-i=0
-while ! grep -qs '^ready' "$IOSTACK_WORK/wl.out" && [ $i -lt 200 ]; do
-  sleep 0.05
-  i=$((i + 1))
-done
+wait_for_line 10 '^ready' "$IOSTACK_WORK/wl.out"
 if ! tool_start exp --listen "127.0.0.1:$port" --layers "$layers" --fs ext4; then
   fail counts "did not start: $(brief exp)"
   kill -KILL "$wpid"
@@ -70,6 +85,7 @@ if ! wget -q -O "$m" "http://127.0.0.1:$port/metrics"; then
   fail counts "wget http://127.0.0.1:$port/metrics failed"
   exit 0
 fi
+unseen=$(lost "$m" block unseen)
 
 if [ -z "$other" ]; then
   na block-exact "no second disk here"
@@ -77,25 +93,34 @@ else
   caused=$((after - before))
   plain=$(metric "$m" iostack_block_latency_seconds "disk=\"$other\"")
   queued=$(metric "$m" iostack_block_queue_latency_seconds "disk=\"$other\"")
-  if [ "$caused" -eq $((W + R)) ] && [ "$plain" = "read=$R write=$W" ] && [ "$queued" = "$plain" ]; then
-    pass block-exact "$other: $plain in both families; diskstats $caused"
+  shown=$(total "$m" iostack_block_latency_seconds "disk=\"$other\"")
+  detail="$other: $plain, queued $queued; diskstats $caused; unseen (every disk) $unseen"
+  if [ "$caused" -ne $((W + R)) ]; then
+    fail block-exact "$detail: diskstats must see the $((W + R)) I/Os we made"
+  elif [ "$queued" != "$plain" ]; then
+    fail block-exact "$detail: the two families differ"
+  elif [ "$plain" = "read=$R write=$W" ]; then
+    pass block-exact "$detail"
+  elif [ -z "${IOSTACK_SLOW_DISK:-}" ] && [ "$shown" -lt "$caused" ] && [ $((caused - shown)) -le "$unseen" ]; then
+    # The host's kernel may run no program for a completion (README, "Every block I/O
+    # accounted for"): what is missing must be counted unseen.
+    pass block-exact "$detail: $((caused - shown)) missing, counted unseen"
   else
-    fail block-exact "$other: want read=$R write=$W (diskstats $caused), got '$plain', queued '$queued'"
+    fail block-exact "$detail: want read=$R write=$W"
   fi
 fi
-got=$(metric "$m" iostack_fs_latency_seconds 'fs="ext4"')
-if [ "$got" = "fsync=3 open=2 read=7 write=5" ]; then
-  pass fs-exact "ext4: $got, the helper's operations"
+
+if [ "$hooks" = none ]; then
+  na fs-exact "no function hooks here: the fs layer is down"
 else
-  fail fs-exact "ext4: want fsync=3 open=2 read=7 write=5, got '$got'"
+  got=$(metric "$m" iostack_fs_latency_seconds 'fs="ext4"')
+  if [ "$got" = "fsync=3 open=2 read=7 write=5" ]; then
+    pass fs-exact "ext4: $got, the helper's operations"
+  else
+    fail fs-exact "ext4: want fsync=3 open=2 read=7 write=5, got '$got'"
+  fi
 fi
-vfs_reads=$(total "$m" iostack_vfs_latency_seconds 'op="read"')
-sys_reads=$(total "$m" iostack_syscall_latency_seconds 'op="read"')
-if [ "$vfs_reads" -ge 7 ] && [ "$sys_reads" -ge 7 ]; then
-  pass vfs-syscall "reads: vfs $vfs_reads, syscall $sys_reads (the helper's 7 among the machine's)"
-else
-  fail vfs-syscall "want at least the helper's 7 reads, got vfs $vfs_reads, syscall $sys_reads"
-fi
+
 # The fsyncs' flushes on the ext4 disk: the flush machinery's own flush requests have no setup
 # stamp, and must be in the queued family too (from their issue), not lost starts.
 plain=$(metric "$m" iostack_block_latency_seconds "disk=\"$fast\"")
@@ -110,12 +135,24 @@ case "$plain" in
   ;;
 *) na flushes "no flush requests on $fast here ($plain)" ;;
 esac
-down=$(awk '$1 ~ /^iostack_layer_up\{/ && $2 != 1 { print $1 }' "$m" | tr '\n' ' ')
-lost=$(awk '$1 ~ /^iostack_lost_events_total\{layer="(block|fs)"/ && $2 != 0 { print $1 "=" $2 }' "$m" | tr '\n' ' ')
-if [ -z "$down" ] && [ -z "$lost" ]; then
-  pass up-no-loss "every layer up; block and fs lost nothing"
+
+sys_reads=$(total "$m" iostack_syscall_latency_seconds 'op="read"')
+vfs_reads=$(total "$m" iostack_vfs_latency_seconds 'op="read"')
+if [ "$sys_reads" -ge 7 ] && { [ "$hooks" = none ] || [ "$vfs_reads" -ge 7 ]; }; then
+  pass vfs-syscall "reads: syscall $sys_reads, vfs $vfs_reads (the helper's 7 among the machine's)"
 else
-  fail up-no-loss "down: '$down'; lost: '$lost'"
+  fail vfs-syscall "want at least the helper's 7 reads, got syscall $sys_reads, vfs $vfs_reads"
+fi
+
+down=$(awk '$1 ~ /^iostack_layer_up\{/ && $2 != 1 { l = $1; sub(/^.*layer="/, "", l); sub(/".*$/, "", l); print l }' "$m" | sort | tr '\n' ' ')
+want_down=$([ "$hooks" = none ] && echo "fs vfs " || echo "")
+# Lost starts, clocks, full maps: none may be; unseen only on the host (see block-exact).
+losses=$(awk -v host="${IOSTACK_SLOW_DISK:+vm}" '$1 ~ /^iostack_lost_events_total\{layer="(block|fs)"/ && $2 != 0 &&
+    !(host == "" && $1 ~ /reason="unseen"/) { print $1 "=" $2 }' "$m" | tr '\n' ' ')
+if [ "$down" = "$want_down" ] && [ -z "$losses" ]; then
+  pass up-no-loss "down: '${down}'; block and fs lost nothing"
+else
+  fail up-no-loss "down: '$down', want '$want_down'; lost: '$losses'"
 fi
 
 pid=$(cat "$IOSTACK_WORK/exp.pid")
@@ -125,4 +162,8 @@ check_eq sigterm "$?" 0 "SIGTERM: exit status"
 rm -f "$mnt"/file_workload.*
 umount "$mnt"
 
-check_privileges --layers "$layers" --fs ext4
+if [ "$hooks" = none ]; then
+  check_privileges --layers block,syscall
+else
+  check_privileges --layers "$layers" --fs ext4
+fi

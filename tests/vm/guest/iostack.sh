@@ -66,11 +66,7 @@ with_helper() {
   _wpid=$!
   # Up to 60 s for its first line (a 20 s wait ran out once under TCG in CI, 2026-11-25, with
   # nothing in the log to say why: what it did print, and whether it lives, is logged now).
-  _i=0
-  while ! grep -qs '^ready' "$IOSTACK_WORK/$_name.wl" && [ $_i -lt 1200 ]; do
-    sleep 0.05
-    _i=$((_i + 1))
-  done
+  wait_for_line 60 '^ready' "$IOSTACK_WORK/$_name.wl"
   _tid=$(awk '/^ready/ { print $3 }' "$IOSTACK_WORK/$_name.wl")
   if [ -z "$_tid" ]; then
     _alive=exited
@@ -333,7 +329,7 @@ elif mounted "$slowfs" "$IOSTACK_WORK/slowmnt" ext4 noatime; then
   # The text report of 3 O_DIRECT reads, 2 writes and an fsync on that ext4, for the README.
   "$helpers/file_workload" "$IOSTACK_WORK/slowmnt" 3 2 1 0 direct >"$IOSTACK_WORK/tour.wl" &
   wpid=$!
-  while ! grep -qs '^ready' "$IOSTACK_WORK/tour.wl"; do sleep 0.05; done
+  wait_for_line 60 '^ready' "$IOSTACK_WORK/tour.wl"
   if tool_start tour -m -p "$wpid"; then
     kill -USR1 "$wpid"
     wait "$wpid"

@@ -290,11 +290,8 @@ in_two_cgroups() {
   wa=$!
   "$_cmd" "$@" >"$IOSTACK_WORK/${_n}_wb.wl" &
   wb=$!
-  _i=0
-  while ! { grep -qs '^ready' "$IOSTACK_WORK/${_n}_wa.wl" && grep -qs '^ready' "$IOSTACK_WORK/${_n}_wb.wl"; } && [ $_i -lt 400 ]; do
-    sleep 0.05
-    _i=$((_i + 1))
-  done
+  wait_for_line 20 '^ready' "$IOSTACK_WORK/${_n}_wa.wl"
+  wait_for_line 20 '^ready' "$IOSTACK_WORK/${_n}_wb.wl"
   echo "$wa" >"$_ca/cgroup.procs"
   echo "$wb" >"$_cb/cgroup.procs"
 }
@@ -484,6 +481,20 @@ text_unseen() {
     END { print n + 0 }' "$1"
 }
 
+# wait_for_line SECONDS PATTERN FILE...: waits until one of the files has a line matching
+# PATTERN (a helper's `ready`, a tool's banner); non-zero if none has after SECONDS.
+wait_for_line() {
+  _wl_tries=$(($1 * 20))
+  _wl_pattern=$2
+  shift 2
+  _wl_i=0
+  until grep -qs "$_wl_pattern" "$@"; do
+    [ "$_wl_i" -ge "$_wl_tries" ] && return 1
+    sleep 0.05
+    _wl_i=$((_wl_i + 1))
+  done
+}
+
 # traced_by WORKLOAD NAME WORKLOAD_ARGS -- TOOL_ARGS: starts a workload helper (it prints
 # `ready PID`, then waits for SIGUSR1), traces it with the tool (-j -p PID TOOL_ARGS), lets it
 # run, waits for its exit, stops the tool. Output in NAME.out.
@@ -500,11 +511,7 @@ traced_by() {
   # shellcheck disable=SC2086 # the counts are words on purpose
   "$_helper" $_wargs >"$IOSTACK_WORK/$_name.wl" &
   _wpid=$!
-  _i=0
-  while ! grep -qs '^ready' "$IOSTACK_WORK/$_name.wl" && [ $_i -lt 200 ]; do
-    sleep 0.05
-    _i=$((_i + 1))
-  done
+  wait_for_line 10 '^ready' "$IOSTACK_WORK/$_name.wl"
   if ! tool_start "$_name" -j -p "$_wpid" "$@"; then
     kill -KILL "$_wpid" 2>/dev/null
     return 1
