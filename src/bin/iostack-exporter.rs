@@ -68,7 +68,7 @@ fn main() -> ExitCode {
                     .map(|d| DiskFilter::parse(d))
                     .collect::<anyhow::Result<_>>()?,
                 filesystems: match args.filesystems.is_empty() {
-                    true => exporter::mounted_filesystems(),
+                    true => iostack::tools::fslat::mounted(),
                     false => args.filesystems.clone(),
                 },
                 per_cgroup: args.per_cgroup.per_cgroup_depth()?,

@@ -71,6 +71,21 @@ pub fn names() -> Vec<&'static str> {
     FILESYSTEMS.iter().map(|f| f.name).collect()
 }
 
+/// The filesystem types in /proc/self/mounts that the table has, in its order (iostack's and
+/// the exporter's default).
+pub fn mounted() -> Vec<String> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let types: Vec<&str> = mounts
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    names()
+        .into_iter()
+        .filter(|fs| types.contains(fs))
+        .map(String::from)
+        .collect()
+}
+
 /// The layer for one filesystem: read, write, open, fsync, getattr.
 pub fn layer(fs: &str) -> Result<Layer> {
     let f = FILESYSTEMS.iter().find(|f| f.name == fs).ok_or_else(|| {

@@ -107,6 +107,17 @@ mod tests {
     use crate::common::report::hist::{LatencyHistogram, Unit};
     use crate::tools::exporter::series::LayerState;
 
+    /// Every one of `lines` is a whole line of `text`.
+    fn assert_lines<S: AsRef<str>>(text: &str, lines: &[S]) {
+        for line in lines {
+            let line = line.as_ref();
+            assert!(
+                text.lines().any(|l| l == line),
+                "no line {line} in:\n{text}"
+            );
+        }
+    }
+
     fn sample() -> Metrics {
         let mut m = Metrics::default();
         let mut h = LatencyHistogram::default();
@@ -145,36 +156,32 @@ mod tests {
     fn buckets_are_cumulative_exact_integers_with_the_sum_in_seconds() {
         let text = encode(sample(), Format::PrometheusText);
         let series = r#"{disk="we\"ird\\disk",op="read""#;
-        for line in [
-            format!("iostack_block_latency_seconds_bucket{series},le=\"6.4e-05\"}} 0"),
-            format!("iostack_block_latency_seconds_bucket{series},le=\"0.000128\"}} 1280000"),
-            format!("iostack_block_latency_seconds_bucket{series},le=\"0.000256\"}} 1280003"),
-            format!("iostack_block_latency_seconds_bucket{series},le=\"+Inf\"}} 1280003"),
-            format!("iostack_block_latency_seconds_sum{series}}} 1.5"),
-            format!("iostack_block_latency_seconds_count{series}}} 1280003"),
-        ] {
-            assert!(
-                text.lines().any(|l| l == line),
-                "no line {line} in:\n{text}"
-            );
-        }
+        assert_lines(
+            &text,
+            &[
+                format!("iostack_block_latency_seconds_bucket{series},le=\"6.4e-05\"}} 0"),
+                format!("iostack_block_latency_seconds_bucket{series},le=\"0.000128\"}} 1280000"),
+                format!("iostack_block_latency_seconds_bucket{series},le=\"0.000256\"}} 1280003"),
+                format!("iostack_block_latency_seconds_bucket{series},le=\"+Inf\"}} 1280003"),
+                format!("iostack_block_latency_seconds_sum{series}}} 1.5"),
+                format!("iostack_block_latency_seconds_count{series}}} 1280003"),
+            ],
+        );
     }
 
     #[test]
     fn losses_are_counters_and_layers_gauges() {
         let text = encode(sample(), Format::PrometheusText);
-        for line in [
-            "# TYPE iostack_lost_events_total counter",
-            "iostack_lost_events_total{layer=\"block\",reason=\"unseen\"} 2",
-            "# TYPE iostack_layer_up gauge",
-            "iostack_layer_up{layer=\"block\"} 1",
-            "iostack_layer_up{layer=\"fs\"} 0",
-        ] {
-            assert!(
-                text.lines().any(|l| l == line),
-                "no line {line} in:\n{text}"
-            );
-        }
+        assert_lines(
+            &text,
+            &[
+                "# TYPE iostack_lost_events_total counter",
+                "iostack_lost_events_total{layer=\"block\",reason=\"unseen\"} 2",
+                "# TYPE iostack_layer_up gauge",
+                "iostack_layer_up{layer=\"block\"} 1",
+                "iostack_layer_up{layer=\"fs\"} 0",
+            ],
+        );
     }
 
     #[test]
@@ -185,18 +192,16 @@ mod tests {
         assert_eq!(Format::from_accept(None), Format::PrometheusText);
         let text = encode(sample(), Format::OpenMetrics);
         let series = r#"disk="we\"ird\\disk",op="read""#;
-        for line in [
-            // OpenMetrics' encoder writes `le` first.
-            format!("iostack_block_latency_seconds_bucket{{le=\"0.000128\",{series}}} 1280000"),
-            format!("iostack_block_latency_seconds_bucket{{le=\"+Inf\",{series}}} 1280003"),
-            format!("iostack_block_latency_seconds_count{{{series}}} 1280003"),
-            "iostack_lost_events_total{layer=\"block\",reason=\"unseen\"} 2".to_string(),
-            "# EOF".to_string(),
-        ] {
-            assert!(
-                text.lines().any(|l| l == line),
-                "no line {line} in:\n{text}"
-            );
-        }
+        assert_lines(
+            &text,
+            &[
+                // OpenMetrics' encoder writes `le` first.
+                format!("iostack_block_latency_seconds_bucket{{le=\"0.000128\",{series}}} 1280000"),
+                format!("iostack_block_latency_seconds_bucket{{le=\"+Inf\",{series}}} 1280003"),
+                format!("iostack_block_latency_seconds_count{{{series}}} 1280003"),
+                "iostack_lost_events_total{layer=\"block\",reason=\"unseen\"} 2".to_string(),
+                "# EOF".to_string(),
+            ],
+        );
     }
 }

@@ -239,15 +239,26 @@ impl Layers {
             add_report(m, layer.name(), (name, help), report, &self.disks);
         }
         // A disk that is gone has no /sys/block entry; a detached loop device keeps its
-        // entry, with no size.
-        let present = |d: &str| {
-            std::fs::read_to_string(format!("/sys/block/{d}/size"))
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok())
-                .is_some_and(|sectors| sectors > 0)
-        };
+        // entry, with no size. Each disk named by a series is looked up once.
+        let named: std::collections::BTreeSet<String> = m
+            .histograms
+            .iter()
+            .flat_map(|f| f.series.keys())
+            .flat_map(|labels| labels.iter())
+            .filter(|(k, _)| *k == "disk")
+            .map(|(_, v)| v.clone())
+            .collect();
+        let present: std::collections::BTreeSet<String> = named
+            .into_iter()
+            .filter(|d| {
+                std::fs::read_to_string(format!("/sys/block/{d}/size"))
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                    .is_some_and(|sectors| sectors > 0)
+            })
+            .collect();
         for family in &mut m.histograms {
-            family.retain_label("disk", present);
+            family.retain_label("disk", |d| present.contains(d));
         }
         Ok(())
     }

@@ -40,21 +40,6 @@ pub struct ExporterOptions {
 /// the syscall layer runs on every system call of the machine, so only when asked.
 pub const DEFAULT_LAYERS: [LayerName; 2] = [LayerName::Block, LayerName::Fs];
 
-/// The filesystem types fslat knows that are mounted now.
-pub fn mounted_filesystems() -> Vec<String> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    let known = crate::tools::fslat::names();
-    let mut found: Vec<String> = mounts
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
-        .filter(|t| known.contains(t))
-        .map(str::to_string)
-        .collect();
-    found.sort();
-    found.dedup();
-    found
-}
-
 /// Runs until SIGINT/SIGTERM: binds, opens the layers, then drains them every interval while
 /// the HTTP thread serves copies of what has been gathered.
 pub fn run(opts: ExporterOptions) -> Result<()> {

@@ -235,7 +235,7 @@ fn plan_filesystems(
 ) -> Result<()> {
     let wanted: Vec<String> = match &opts.fs {
         Some(fs) => vec![fs.clone()],
-        None => mounted_filesystems(),
+        None => fslat::mounted(),
     };
     if wanted.is_empty() {
         missing.push(MissingLayer {
@@ -263,18 +263,4 @@ fn plan_filesystems(
         });
     }
     Ok(())
-}
-
-/// Filesystem types in /proc/self/mounts that fslat's table has, in its order.
-fn mounted_filesystems() -> Vec<String> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    let types: Vec<&str> = mounts
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
-        .collect();
-    fslat::names()
-        .into_iter()
-        .filter(|fs| types.contains(fs))
-        .map(String::from)
-        .collect()
 }
