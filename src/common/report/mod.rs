@@ -2,6 +2,7 @@
 //! stdout ends the tool quietly. A histogram tool's `collect()` returns a `HistogramReport`;
 //! this module only renders it.
 
+pub mod heatmap;
 pub mod hist;
 pub mod ioevent;
 pub mod stacks;
@@ -269,6 +270,10 @@ impl crate::common::run::Render for HistogramReport {
         } else {
             self.text(timestamp)
         }
+    }
+
+    fn heat(&self) -> Option<(Unit, &[LabeledHistogram])> {
+        Some((self.unit, &self.histograms))
     }
 }
 

@@ -32,6 +32,11 @@ pub struct CommonArgs {
     /// Number of reports before exiting (default: until Ctrl-C)
     #[arg(value_parser = parse_count, requires = "interval")]
     pub count: Option<u64>,
+
+    /// Also draw the reports as a latency heat map (a column per interval) into FILE.svg,
+    /// rewritten after every interval; needs an interval
+    #[arg(long, value_name = "FILE.svg", requires = "interval")]
+    pub heatmap: Option<std::path::PathBuf>,
 }
 
 fn parse_positive(s: &str, what: &str) -> Result<u64, String> {

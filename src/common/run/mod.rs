@@ -47,6 +47,17 @@ pub trait Tool: Sized {
 /// What an interval tool reports: rendered as text (`-T` adds the time) or one JSON object.
 pub trait Render {
     fn render(&self, timestamp: bool, json: bool) -> String;
+
+    /// The latency histograms a `--heatmap` draws of this report, and their unit; None for a
+    /// report that has none.
+    fn heat(
+        &self,
+    ) -> Option<(
+        crate::common::report::hist::Unit,
+        &[crate::common::report::LabeledHistogram],
+    )> {
+        None
+    }
 }
 
 /// A tool that reports every interval (or once at Ctrl-C) a report of its own shape.
@@ -171,13 +182,26 @@ fn report_intervals<T: Tool, R: Render>(
         verbose: common.verbose,
     };
     let mut out = Out::new();
+    // A path that cannot be written is refused before anything is traced.
+    if let (Some(path), false) = (&common.heatmap, common.explain) {
+        crate::common::report::heatmap::check_writable(path)?;
+    }
     let Some(mut tool) = open::<T>(name, style, &opts, &mut out)? else {
         return Ok(());
     };
     let stop = StopSignal::install()?;
     announce(&mut out, common.json, &banner(&tool))?;
+    let mut heatmap: Option<crate::common::report::heatmap::HeatMap> = None;
     run_intervals(&stop, common.interval, common.count, || {
         let report = collect(&mut tool)?;
+        if let (Some(path), Some((unit, histograms))) = (&common.heatmap, report.heat()) {
+            let map = heatmap.get_or_insert_with(|| {
+                let command: Vec<String> = std::env::args().collect();
+                crate::common::report::heatmap::HeatMap::new(command.join(" "), unit)
+            });
+            map.push(crate::common::report::local_hms(), histograms);
+            map.write(path)?;
+        }
         out.write(&report.render(common.timestamp, common.json))
     })
 }

@@ -1,0 +1,373 @@
+//! Latency heat maps (`--heatmap FILE.svg`): time across, one column per interval; latency up,
+//! one row per log2 bucket of the kernel's histograms; colour by how many, on a log scale (so
+//! that one outlier and ten thousand fast I/Os both show), with its legend; one panel per
+//! histogram label set (`-D` disks, `-F` ops...). Drawn with plotters' SVG backend, whose text
+//! is SVG text (no font is read or embedded). The file is rewritten atomically after every
+//! interval, so that a browser tab on it shows the run so far.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context, Result};
+use plotters::prelude::*;
+
+use super::hist::{Unit, LOG2_SLOTS};
+use super::LabeledHistogram;
+
+/// A panel's labels, as the histograms carry them.
+pub type Labels = Vec<(&'static str, String)>;
+
+/// Counts per interval and bucket, per label set, and the intervals' end times.
+#[derive(Clone, Debug)]
+pub struct HeatMap {
+    title: String,
+    unit: Unit,
+    /// When each column's interval ended (HH:MM:SS).
+    times: Vec<String>,
+    /// Per label set in first-seen order: its counts per column (zeros before it appeared).
+    panels: Vec<(Labels, Vec<[u64; LOG2_SLOTS]>)>,
+}
+
+/// One drawn cell: `count` latencies in bucket `slot` ([2^slot, 2^(slot+1)) units) during
+/// column `column`'s interval, in panel `panel`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cell {
+    pub panel: usize,
+    pub column: usize,
+    pub slot: usize,
+    pub count: u64,
+}
+
+impl HeatMap {
+    pub fn new(title: impl Into<String>, unit: Unit) -> HeatMap {
+        HeatMap {
+            title: title.into(),
+            unit,
+            times: Vec::new(),
+            panels: Vec::new(),
+        }
+    }
+
+    /// Adds one interval's histograms as the next column.
+    pub fn push(&mut self, time: impl Into<String>, histograms: &[LabeledHistogram]) {
+        let column = self.times.len();
+        self.times.push(time.into());
+        for (_, columns) in &mut self.panels {
+            columns.push([0; LOG2_SLOTS]);
+        }
+        for h in histograms {
+            let i = match self.panels.iter().position(|(l, _)| *l == h.labels) {
+                Some(i) => i,
+                None => {
+                    self.panels
+                        .push((h.labels.clone(), vec![[0; LOG2_SLOTS]; column + 1]));
+                    self.panels.len() - 1
+                }
+            };
+            for (cell, n) in self.panels[i].1[column].iter_mut().zip(h.hist.slots) {
+                *cell += n;
+            }
+        }
+    }
+
+    pub fn columns(&self) -> usize {
+        self.times.len()
+    }
+
+    /// Every non-empty cell.
+    pub fn cells(&self) -> Vec<Cell> {
+        let mut cells = Vec::new();
+        for (panel, (_, columns)) in self.panels.iter().enumerate() {
+            for (column, slots) in columns.iter().enumerate() {
+                for (slot, &count) in slots.iter().enumerate() {
+                    if count > 0 {
+                        cells.push(Cell {
+                            panel,
+                            column,
+                            slot,
+                            count,
+                        });
+                    }
+                }
+            }
+        }
+        cells
+    }
+
+    /// The rows drawn: from the lowest bucket any cell uses to the highest, at least 8 rows.
+    pub fn rows(&self) -> (usize, usize) {
+        let cells = self.cells();
+        let low = cells.iter().map(|c| c.slot).min().unwrap_or(0);
+        let high = cells.iter().map(|c| c.slot).max().unwrap_or(0);
+        let high = high.max(low + 7).min(LOG2_SLOTS - 1);
+        (high.saturating_sub(7).min(low), high)
+    }
+
+    /// The SVG of everything pushed so far.
+    pub fn svg(&self) -> Result<String> {
+        let cells = self.cells();
+        let max = cells.iter().map(|c| c.count).max().unwrap_or(1);
+        let (low, high) = self.rows();
+        let rows = (high - low + 1) as u32;
+        let columns = self.columns().max(1);
+        let panel_height = 70 + 16 * rows;
+        let width = 260 + 16 * (columns as u32).max(20);
+        let height = 30 + panel_height * (self.panels.len() as u32).max(1);
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+            root.fill(&WHITE).map_err(draw_error)?;
+            let root = root
+                .titled(&self.title, ("sans-serif", 18))
+                .map_err(draw_error)?;
+            let (main, legend) = root.split_horizontally(width - 110);
+            let panels = if self.panels.is_empty() {
+                vec![main]
+            } else {
+                main.split_evenly((self.panels.len(), 1))
+            };
+            let unit = self.unit;
+            for (i, area) in panels.iter().enumerate() {
+                let caption = match self.panels.get(i) {
+                    Some((labels, _)) if !labels.is_empty() => labels
+                        .iter()
+                        .map(|(k, v)| format!("{k} {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    Some(_) => "all".to_string(),
+                    None => "no events yet".to_string(),
+                };
+                let mut chart = ChartBuilder::on(area)
+                    .caption(caption, ("sans-serif", 14))
+                    .margin(8)
+                    .x_label_area_size(32)
+                    .y_label_area_size(70)
+                    .build_cartesian_2d(0..columns as i32, low as i32..high as i32 + 1)
+                    .map_err(draw_error)?;
+                let times = &self.times;
+                chart
+                    .configure_mesh()
+                    .disable_mesh()
+                    .x_desc("interval ending at")
+                    .y_desc("latency")
+                    .x_labels(columns.min(10))
+                    .y_labels(rows as usize + 1)
+                    .x_label_formatter(&|&c| {
+                        times
+                            .get((c as usize).saturating_sub(1))
+                            .filter(|_| c > 0)
+                            .cloned()
+                            .unwrap_or_default()
+                    })
+                    .y_label_formatter(&|&slot| bucket_bound(slot as usize, unit))
+                    .draw()
+                    .map_err(draw_error)?;
+                chart
+                    .draw_series(cells.iter().filter(|c| c.panel == i).map(|c| {
+                        let (x, y) = (c.column as i32, c.slot as i32);
+                        Rectangle::new([(x, y), (x + 1, y + 1)], colour(c.count, max).filled())
+                    }))
+                    .map_err(draw_error)?;
+            }
+            draw_legend(&legend, max)?;
+            root.present().map_err(draw_error)?;
+        }
+        Ok(svg)
+    }
+
+    /// Writes the SVG to `path` atomically (a temporary file beside it, renamed over it).
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let svg = self.svg()?;
+        let tmp = temporary_beside(path);
+        let mut f =
+            fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+        f.write_all(svg.as_bytes())
+            .and_then(|_| f.sync_data())
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))
+    }
+}
+
+/// Checks, before any tracing, that `path` can be written: creates and removes its temporary
+/// file. The error says what to do.
+pub fn check_writable(path: &Path) -> Result<()> {
+    let tmp = temporary_beside(path);
+    fs::File::create(&tmp).map_err(|e| {
+        anyhow!(
+            "--heatmap {}: cannot write there ({e}): choose a path in a writable directory",
+            path.display()
+        )
+    })?;
+    let _ = fs::remove_file(&tmp);
+    Ok(())
+}
+
+fn temporary_beside(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+fn draw_error<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("drawing the heat map: {e:?}")
+}
+
+/// The lower bound of bucket `slot` ([2^slot, 2^(slot+1)) units), as a person reads it: `1us`,
+/// `16ms`, `1.05s`.
+pub fn bucket_bound(slot: usize, unit: Unit) -> String {
+    let ns = (1u64 << slot.min(62)) as f64 * unit.ns() as f64;
+    let (v, suffix) = match ns {
+        ns if ns >= 1e9 => (ns / 1e9, "s"),
+        ns if ns >= 1e6 => (ns / 1e6, "ms"),
+        ns => (ns / 1e3, "us"),
+    };
+    match v {
+        v if v >= 100.0 || v.fract() == 0.0 => format!("{v:.0}{suffix}"),
+        v if v >= 10.0 => format!("{v:.1}{suffix}"),
+        v => format!("{v:.2}{suffix}"),
+    }
+}
+
+/// The colour of `count` among counts up to `max`: on a log scale (ln count / ln max) along a
+/// ramp from pale yellow (one) to dark red (the most); darker always means more.
+pub fn colour(count: u64, max: u64) -> RGBColor {
+    const RAMP: [(f64, f64, f64); 3] = [
+        (255.0, 237.0, 160.0),
+        (240.0, 59.0, 32.0),
+        (128.0, 0.0, 38.0),
+    ];
+    let t = match max {
+        0 | 1 => 1.0,
+        max => (count.max(1) as f64).ln() / (max as f64).ln(),
+    }
+    .clamp(0.0, 1.0);
+    let (a, b, f) = match t {
+        t if t < 0.5 => (RAMP[0], RAMP[1], t * 2.0),
+        t => (RAMP[1], RAMP[2], (t - 0.5) * 2.0),
+    };
+    let mix = |x: f64, y: f64| (x + (y - x) * f).round() as u8;
+    RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+/// The legend: the colour ramp with the counts it stands for, 1 to `max`, log scale.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    max: u64,
+) -> Result<()> {
+    let steps = 10;
+    let (w, h) = area.dim_in_pixel();
+    let top = 60i32;
+    let bar = ((h as i32 - top - 40).max(100)).min(300);
+    let style = ("sans-serif", 12).into_font();
+    area.draw(&Text::new("count (log)", (4, top - 20), style.clone()))
+        .map_err(draw_error)?;
+    for i in 0..steps {
+        // From the most (top) to one (bottom).
+        let t = 1.0 - i as f64 / (steps - 1) as f64;
+        let count = (max.max(1) as f64).powf(t).round() as u64;
+        let y0 = top + i * bar / steps;
+        let y1 = top + (i + 1) * bar / steps;
+        area.draw(&Rectangle::new(
+            [(4, y0), (24, y1)],
+            colour(count.max(1), max).filled(),
+        ))
+        .map_err(draw_error)?;
+        area.draw(&Text::new(
+            count.max(1).to_string(),
+            (30, y0 + 2),
+            style.clone(),
+        ))
+        .map_err(draw_error)?;
+    }
+    let _ = w;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::report::hist::LatencyHistogram;
+
+    fn labeled(labels: &[(&'static str, &str)], slots: &[(usize, u64)]) -> LabeledHistogram {
+        let mut hist = LatencyHistogram::default();
+        for &(k, n) in slots {
+            hist.slots[k] = n;
+            hist.count += n;
+        }
+        LabeledHistogram {
+            labels: labels.iter().map(|(k, v)| (*k, v.to_string())).collect(),
+            hist,
+        }
+    }
+
+    #[test]
+    fn each_cell_holds_its_intervals_count_for_its_bucket_and_label() {
+        let mut map = HeatMap::new("biolat", Unit::Usecs);
+        map.push("10:00:01", &[labeled(&[("disk", "vda")], &[(14, 40)])]);
+        map.push(
+            "10:00:02",
+            &[
+                labeled(&[("disk", "vda")], &[(3, 7), (4, 1)]),
+                labeled(&[("disk", "vdb")], &[(9, 2)]),
+            ],
+        );
+        let cell = |panel, column, slot, count| Cell {
+            panel,
+            column,
+            slot,
+            count,
+        };
+        assert_eq!(
+            map.cells(),
+            [
+                cell(0, 0, 14, 40),
+                cell(0, 1, 3, 7),
+                cell(0, 1, 4, 1),
+                // vdb appeared in the second interval: nothing in its first column.
+                cell(1, 1, 9, 2),
+            ]
+        );
+        assert_eq!(map.rows(), (3, 14));
+    }
+
+    #[test]
+    fn darker_means_more() {
+        let luminance =
+            |c: RGBColor| 0.2126 * c.0 as f64 + 0.7152 * c.1 as f64 + 0.0722 * c.2 as f64;
+        let max = 100_000;
+        let mut last = f64::INFINITY;
+        for count in [1, 2, 5, 10, 100, 1000, 10_000, 50_000, 100_000] {
+            let l = luminance(colour(count, max));
+            assert!(l < last, "{count}: luminance {l} not below {last}");
+            last = l;
+        }
+    }
+
+    #[test]
+    fn bucket_bounds_read_as_times() {
+        assert_eq!(bucket_bound(0, Unit::Usecs), "1us");
+        assert_eq!(bucket_bound(4, Unit::Usecs), "16us");
+        assert_eq!(bucket_bound(14, Unit::Usecs), "16.4ms");
+        assert_eq!(bucket_bound(4, Unit::Msecs), "16ms");
+        assert_eq!(bucket_bound(10, Unit::Msecs), "1.02s");
+    }
+
+    #[test]
+    fn the_svg_names_the_panels_and_the_axes() {
+        let mut map = HeatMap::new("biolat -D", Unit::Usecs);
+        map.push("10:00:01", &[labeled(&[("disk", "vda")], &[(14, 40)])]);
+        let svg = map.svg().unwrap();
+        for text in [
+            "biolat -D",
+            "disk vda",
+            "latency",
+            "interval ending at",
+            "10:00:01",
+            "16.4ms",
+            "count (log)",
+        ] {
+            assert!(svg.contains(text), "no {text} in the SVG");
+        }
+    }
+}
