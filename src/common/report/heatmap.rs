@@ -106,6 +106,13 @@ impl HeatMap {
 
     /// The SVG of everything pushed so far.
     pub fn svg(&self) -> Result<String> {
+        Ok(self.draw()?.0)
+    }
+
+    /// The SVG, and where each cell was drawn: its pixel rectangle (top left, bottom right),
+    /// for tests that read a rendering's pixels.
+    pub fn draw(&self) -> Result<(String, Vec<(Cell, [(i32, i32); 2])>)> {
+        let mut placed = Vec::new();
         let cells = self.cells();
         let max = cells.iter().map(|c| c.count).max().unwrap_or(1);
         let (low, high) = self.rows();
@@ -163,6 +170,12 @@ impl HeatMap {
                     .y_label_formatter(&|&slot| bucket_bound(slot as usize, unit))
                     .draw()
                     .map_err(draw_error)?;
+                for c in cells.iter().filter(|c| c.panel == i) {
+                    let (x, y) = (c.column as i32, c.slot as i32);
+                    let a = chart.backend_coord(&(x, y + 1));
+                    let b = chart.backend_coord(&(x + 1, y));
+                    placed.push((*c, [a, b]));
+                }
                 chart
                     .draw_series(cells.iter().filter(|c| c.panel == i).map(|c| {
                         let (x, y) = (c.column as i32, c.slot as i32);
@@ -173,7 +186,7 @@ impl HeatMap {
             draw_legend(&legend, max)?;
             root.present().map_err(draw_error)?;
         }
-        Ok(svg)
+        Ok((svg, placed))
     }
 
     /// Writes the SVG to `path` atomically (a temporary file beside it, renamed over it).
@@ -351,6 +364,28 @@ mod tests {
         assert_eq!(bucket_bound(14, Unit::Usecs), "16.4ms");
         assert_eq!(bucket_bound(4, Unit::Msecs), "16ms");
         assert_eq!(bucket_bound(10, Unit::Msecs), "1.02s");
+    }
+
+    #[test]
+    fn longer_latencies_are_drawn_higher_and_later_intervals_further_right() {
+        let mut map = HeatMap::new("syslat", Unit::Usecs);
+        map.push("10:00:01", &[labeled(&[], &[(14, 40)])]);
+        map.push("10:00:02", &[labeled(&[], &[(3, 900)])]);
+        let (svg, placed) = map.draw().unwrap();
+        assert_eq!(placed.len(), 2);
+        let (slow, fast) = (placed[0].1, placed[1].1);
+        assert!(
+            slow[1].1 < fast[0].1,
+            "the 16 ms cell is above the 8 us one: {placed:?}"
+        );
+        assert!(
+            slow[1].0 <= fast[0].0,
+            "the first interval is left of the second: {placed:?}"
+        );
+        assert!(
+            svg.contains(&format!("x=\"{}\"", slow[0].0)),
+            "drawn where placed"
+        );
     }
 
     #[test]
