@@ -85,6 +85,7 @@ pub fn unix_time_ms() -> u128 {
 }
 
 /// A histogram with the labels that identify it (e.g. disk and flags).
+#[derive(Clone)]
 pub struct LabeledHistogram {
     pub labels: Vec<(&'static str, String)>,
     pub hist: LatencyHistogram,
@@ -272,8 +273,8 @@ impl crate::common::run::Render for HistogramReport {
         }
     }
 
-    fn heat(&self) -> Option<(Unit, &[LabeledHistogram])> {
-        Some((self.unit, &self.histograms))
+    fn heat(&self) -> Option<(Unit, Vec<LabeledHistogram>)> {
+        Some((self.unit, self.histograms.clone()))
     }
 }
 

@@ -35,7 +35,7 @@ pub struct CommonArgs {
 
     /// Also draw the reports as a latency heat map (a column per interval) into FILE.svg,
     /// rewritten after every interval; needs an interval
-    #[arg(long, value_name = "FILE.svg", requires = "interval")]
+    #[arg(long, value_name = "FILE.svg")]
     pub heatmap: Option<std::path::PathBuf>,
 }
 

@@ -54,7 +54,7 @@ pub trait Render {
         &self,
     ) -> Option<(
         crate::common::report::hist::Unit,
-        &[crate::common::report::LabeledHistogram],
+        Vec<crate::common::report::LabeledHistogram>,
     )> {
         None
     }
@@ -184,6 +184,12 @@ fn report_intervals<T: Tool, R: Render>(
     let mut out = Out::new();
     // A path that cannot be written is refused before anything is traced.
     if let (Some(path), false) = (&common.heatmap, common.explain) {
+        if common.interval.is_none() {
+            anyhow::bail!(
+                "--heatmap draws a column per interval: give an interval, e.g. `{name} --heatmap {} 1`",
+                path.display()
+            );
+        }
         crate::common::report::heatmap::check_writable(path)?;
     }
     let Some(mut tool) = open::<T>(name, style, &opts, &mut out)? else {
@@ -199,7 +205,7 @@ fn report_intervals<T: Tool, R: Render>(
                 let command: Vec<String> = std::env::args().collect();
                 crate::common::report::heatmap::HeatMap::new(command.join(" "), unit)
             });
-            map.push(crate::common::report::local_hms(), histograms);
+            map.push(crate::common::report::local_hms(), &histograms);
             map.write(path)?;
         }
         out.write(&report.render(common.timestamp, common.json))

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use crate::common::block::unseen::{describe_unseen, DiskTally};
 use crate::common::losses::{Loss, CALLS};
 use crate::common::report::hist::{fmt_value, LatencyHistogram, Unit};
-use crate::common::report::{local_hms, unix_time_ms};
+use crate::common::report::{local_hms, unix_time_ms, LabeledHistogram};
 use crate::common::run::Render;
 use crate::tools::iostack::breakdown::{legend, Breakdown};
 
@@ -271,6 +271,18 @@ impl Render for IostackReport {
         } else {
             self.text(timestamp)
         }
+    }
+
+    /// The calls' latency (their syscall layer), a panel per operation.
+    fn heat(&self) -> Option<(Unit, Vec<LabeledHistogram>)> {
+        let calls = self.ops.iter().filter_map(|op| {
+            let (_, hist) = op.layers.iter().find(|(l, _)| *l == Layer::Syscall)?;
+            Some(LabeledHistogram {
+                labels: vec![("op", op.op.clone())],
+                hist: hist.clone(),
+            })
+        });
+        Some((self.unit, calls.collect()))
     }
 }
 
