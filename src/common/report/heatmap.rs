@@ -27,6 +27,8 @@ pub struct HeatMap {
     times: Vec<String>,
     /// Per label set in first-seen order: its counts per column (zeros before it appeared).
     panels: Vec<(Labels, Vec<[u64; LOG2_SLOTS]>)>,
+    /// The most columns kept (the oldest go first); None: every interval of the run.
+    max_columns: Option<usize>,
 }
 
 /// One drawn cell: `count` latencies in bucket `slot` ([2^slot, 2^(slot+1)) units) during
@@ -46,7 +48,14 @@ impl HeatMap {
             unit,
             times: Vec::new(),
             panels: Vec::new(),
+            max_columns: None,
         }
+    }
+
+    /// Keeps only the last `n` columns (a live page of a daemon that runs for months).
+    pub fn with_max_columns(mut self, n: usize) -> HeatMap {
+        self.max_columns = Some(n.max(1));
+        self
     }
 
     /// Adds one interval's histograms as the next column.
@@ -67,6 +76,18 @@ impl HeatMap {
             };
             for (cell, n) in self.panels[i].1[column].iter_mut().zip(h.hist.slots) {
                 *cell += n;
+            }
+        }
+        if let Some(max) = self.max_columns {
+            let drop = self.times.len().saturating_sub(max);
+            if drop > 0 {
+                self.times.drain(..drop);
+                for (_, columns) in &mut self.panels {
+                    columns.drain(..drop);
+                }
+                // A label set with nothing left in the window (a disk that went) goes too.
+                self.panels
+                    .retain(|(_, columns)| columns.iter().any(|c| c.iter().any(|&n| n > 0)));
             }
         }
     }
@@ -342,6 +363,25 @@ mod tests {
             ]
         );
         assert_eq!(map.rows(), (3, 14));
+    }
+
+    #[test]
+    fn a_live_map_keeps_its_last_columns_and_drops_what_left_the_window() {
+        let mut map = HeatMap::new("exporter", Unit::Usecs).with_max_columns(2);
+        map.push("1", &[labeled(&[("disk", "gone")], &[(1, 1)])]);
+        map.push("2", &[labeled(&[("disk", "vda")], &[(2, 2)])]);
+        map.push("3", &[labeled(&[("disk", "vda")], &[(3, 3)])]);
+        assert_eq!(map.columns(), 2);
+        let cells: Vec<(usize, usize, usize, u64)> = map
+            .cells()
+            .iter()
+            .map(|c| (c.panel, c.column, c.slot, c.count))
+            .collect();
+        assert_eq!(
+            cells,
+            [(0, 0, 2, 2), (0, 1, 3, 3)],
+            "vda's two columns, gone's panel dropped"
+        );
     }
 
     #[test]

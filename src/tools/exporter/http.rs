@@ -10,6 +10,7 @@ use tiny_http::{Header, Response, Server};
 
 use super::encode::{encode, Format};
 use super::series::Metrics;
+use crate::common::report::heatmap::HeatMap;
 
 pub struct Bound(Server);
 
@@ -56,7 +57,11 @@ impl Serving {
 }
 
 /// Serves scrapes from a copy of `metrics` each: the lock is held only to copy.
-pub fn serve(bound: Bound, metrics: Arc<Mutex<Metrics>>) -> Serving {
+pub fn serve(
+    bound: Bound,
+    metrics: Arc<Mutex<Metrics>>,
+    pictures: Arc<Mutex<Vec<HeatMap>>>,
+) -> Serving {
     let server = Arc::new(bound.0);
     let stopping = Arc::new(AtomicBool::new(false));
     let thread = {
@@ -79,8 +84,11 @@ pub fn serve(bound: Bound, metrics: Arc<Mutex<Metrics>>) -> Serving {
                 let response = match path.as_str() {
                     "/metrics" => Response::from_string(encode(snapshot, format))
                         .with_header(header("Content-Type", format.content_type())),
-                    "/" => Response::from_string(index(&snapshot))
-                        .with_header(header("Content-Type", "text/html; charset=utf-8")),
+                    "/" => Response::from_string(index(
+                        &snapshot,
+                        &pictures.lock().map(|p| p.clone()).unwrap_or_default(),
+                    ))
+                    .with_header(header("Content-Type", "text/html; charset=utf-8")),
                     _ => Response::from_string("not found: try /metrics\n").with_status_code(404),
                 };
                 // A scraper that hung up is no concern of ours.
@@ -106,8 +114,10 @@ fn html_escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// `/`: each layer, up or not, with its hooks or the reason; the losses; a link to /metrics.
-pub fn index(m: &Metrics) -> String {
+/// `/`: each layer, up or not, with its hooks or the reason; the losses; each family's heat map
+/// of its last intervals, inline SVG (nothing is fetched from elsewhere: it works air-gapped);
+/// a link to /metrics.
+pub fn index(m: &Metrics, pictures: &[HeatMap]) -> String {
     let mut page = String::from(
         "<!DOCTYPE html>\n<html><head><title>iostack-exporter</title></head><body>\n\
          <h1>iostack-exporter</h1>\n<p><a href=\"/metrics\">/metrics</a></p>\n<h2>Layers</h2>\n",
@@ -134,6 +144,19 @@ pub fn index(m: &Metrics) -> String {
             html_escape(reason)
         ));
     }
-    page.push_str("</table>\n</body></html>\n");
+    page.push_str("</table>\n");
+    if !pictures.is_empty() {
+        page.push_str(&format!(
+            "<h2>Heat maps (the last {} seconds)</h2>\n",
+            super::layers::HEATMAP_COLUMNS
+        ));
+    }
+    for map in pictures {
+        match map.svg() {
+            Ok(svg) => page.push_str(&format!("<div>{svg}</div>\n")),
+            Err(e) => page.push_str(&format!("<p>{}</p>\n", html_escape(&format!("{e:#}")))),
+        }
+    }
+    page.push_str("</body></html>\n");
     page
 }

@@ -6,6 +6,7 @@ use anyhow::Result;
 use crate::common::block::disk::DiskFilter;
 use crate::common::cgroup::CgroupOptions;
 use crate::common::kernel::prober::Prober;
+use crate::common::report::heatmap::HeatMap;
 use crate::common::report::hist::Unit;
 use crate::common::report::HistogramReport;
 use crate::common::run::filter::TaskFilter;
@@ -76,7 +77,12 @@ pub struct Layers {
     sources: Vec<(LayerName, Source)>,
     states: Vec<(String, LayerState)>,
     disks: Vec<String>,
+    /// Per family, the heat map of its last intervals (the `/` page draws them).
+    heatmaps: Vec<(&'static str, HeatMap)>,
 }
+
+/// How many intervals (seconds) the `/` page's heat maps show.
+pub const HEATMAP_COLUMNS: usize = 300;
 
 fn open_tool<T: Tool>(prober: &Prober, opts: &T::Options) -> Result<(T, String)> {
     let mut plan = T::plan(prober, opts)?;
@@ -91,6 +97,7 @@ impl Layers {
             sources: Vec::new(),
             states: Vec::new(),
             disks: opts.disks.iter().map(|d| d.name.clone()).collect(),
+            heatmaps: Vec::new(),
         };
         let cgroups = CgroupOptions {
             filter: None,
@@ -204,6 +211,11 @@ impl Layers {
         self.states.clone()
     }
 
+    /// The heat maps of the families exported, over their last intervals.
+    pub fn heatmaps(&self) -> Vec<HeatMap> {
+        self.heatmaps.iter().map(|(_, m)| m.clone()).collect()
+    }
+
     /// Drains every layer into `m`: its histograms added to their series, its losses to the
     /// loss counters; the series of disks that are gone stop.
     pub fn collect_into(&mut self, m: &mut Metrics) -> Result<()> {
@@ -236,6 +248,18 @@ impl Layers {
                     tool.collect()?,
                 ),
             };
+            let time = crate::common::report::local_hms();
+            for (family, histograms) in by_family(name, &report) {
+                let i = match self.heatmaps.iter().position(|(f, _)| *f == family) {
+                    Some(i) => i,
+                    None => {
+                        let map = HeatMap::new(family, UNIT).with_max_columns(HEATMAP_COLUMNS);
+                        self.heatmaps.push((family, map));
+                        self.heatmaps.len() - 1
+                    }
+                };
+                self.heatmaps[i].1.push(time.clone(), &histograms);
+            }
             add_report(m, layer.name(), (name, help), report, &self.disks);
         }
         // A disk that is gone has no /sys/block entry; a detached loop device keeps its
@@ -262,6 +286,31 @@ impl Layers {
         }
         Ok(())
     }
+}
+
+/// A report's histograms by the family they belong to (a block report with both starts feeds
+/// both block families), without the `start` label; every family the report feeds is listed,
+/// so that each heat map gets a column every interval.
+fn by_family(
+    family: &'static str,
+    report: &HistogramReport,
+) -> Vec<(&'static str, Vec<crate::common::report::LabeledHistogram>)> {
+    let mut out = vec![(family, Vec::new())];
+    for h in &report.histograms {
+        let queued = h.labels.iter().any(|(k, v)| *k == "start" && v == "queued");
+        let into = if queued { QUEUE_FAMILY.0 } else { family };
+        let i = match out.iter().position(|(f, _)| *f == into) {
+            Some(i) => i,
+            None => {
+                out.push((into, Vec::new()));
+                out.len() - 1
+            }
+        };
+        let mut h = h.clone();
+        h.labels.retain(|(k, _)| *k != "start");
+        out[i].1.push(h);
+    }
+    out
 }
 
 fn fnlat_options(
