@@ -31,6 +31,9 @@ pub struct HeatMap {
     max_columns: Option<usize>,
 }
 
+/// A cell and the pixel rectangle it was drawn in (top left, bottom right).
+pub type Placed = (Cell, [(i32, i32); 2]);
+
 /// One drawn cell: `count` latencies in bucket `slot` ([2^slot, 2^(slot+1)) units) during
 /// column `column`'s interval, in panel `panel`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,7 +135,7 @@ impl HeatMap {
 
     /// The SVG, and where each cell was drawn: its pixel rectangle (top left, bottom right),
     /// for tests that read a rendering's pixels.
-    pub fn draw(&self) -> Result<(String, Vec<(Cell, [(i32, i32); 2])>)> {
+    pub fn draw(&self) -> Result<(String, Vec<Placed>)> {
         let mut placed = Vec::new();
         let cells = self.cells();
         let max = cells.iter().map(|c| c.count).max().unwrap_or(1);
@@ -292,7 +295,7 @@ fn draw_legend<DB: DrawingBackend>(
     let steps = 10;
     let (w, h) = area.dim_in_pixel();
     let top = 60i32;
-    let bar = ((h as i32 - top - 40).max(100)).min(300);
+    let bar = (h as i32 - top - 40).clamp(100, 300);
     let style = ("sans-serif", 12).into_font();
     area.draw(&Text::new("count (log)", (4, top - 20), style.clone()))
         .map_err(draw_error)?;
