@@ -3,48 +3,15 @@
 
 mod support;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
 use support::*;
 
-/// A free port on 127.0.0.1 (bound and released: the exporter binds it next).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// The exporter serving on a free port of 127.0.0.1, with `args`; and that port. With `caps`,
-/// as nobody with only those capabilities (as its systemd unit runs it).
-fn exporter(caps: Option<&[&str]>, args: &[&str]) -> (Running, u16) {
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let args = [&["--listen", listen.as_str()], args].concat();
-    let tool = match caps {
-        Some(caps) => Running::start_with_caps("iostack-exporter", caps, &args),
-        None => Running::start("iostack-exporter", &args),
-    };
-    (tool, port)
-}
-
 /// `iostack_block_latency_seconds_count` of a disk's reads.
 fn reads_series(disk: &str) -> String {
     format!("iostack_block_latency_seconds_count{{disk=\"{disk}\",op=\"read\"}}")
-}
-
-/// The body of GET `path` (HTTP/1.0: the server closes when done).
-fn get(port: u16, path: &str) -> String {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to the exporter");
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).unwrap();
-    reply
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_string())
-        .unwrap_or(reply)
 }
 
 /// The value of the sample `series` (`name{labels}`), if /metrics has it.
@@ -71,7 +38,7 @@ fn metrics_count_exactly_the_ios_we_made_in_both_block_families() {
     let after = diskstats(&dev.name);
     assert_eq!((after.0 - before.0, after.1 - before.1), (300, 40));
     two_intervals();
-    let m = get(port, "/metrics");
+    let m = http_get(port, "/metrics");
     for family in [
         "iostack_block_latency_seconds",
         "iostack_block_queue_latency_seconds",
@@ -109,7 +76,7 @@ fn as_its_unit_runs_it_nobody_with_cap_bpf_and_cap_perfmon_it_counts_exactly() {
     let (tool, port) = exporter(Some(&["bpf", "perfmon"]), &["-d", &dev.name]);
     dd_direct(&dev.path, 60, false);
     two_intervals();
-    let m = get(port, "/metrics");
+    let m = http_get(port, "/metrics");
     assert_eq!(sample(&m, &reads_series(&dev.name)), Some(60), "{m}");
     let (code, _, err) = tool.stop_with(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(code, 0, "SIGTERM, as systemctl stop sends it: {err}");
@@ -130,7 +97,7 @@ fn per_cgroup_labels_split_the_ios_by_cgroup_cut_at_the_depth_asked() {
     deep.dd_direct(&dev.path, 30, false);
     b.dd_direct(&dev.path, 70, false);
     two_intervals();
-    let m = get(port, "/metrics");
+    let m = http_get(port, "/metrics");
     let count = |c: &Cgroup2| {
         let name = format!("/{}", c.dir.file_name().unwrap().to_string_lossy());
         let series = format!(
@@ -157,12 +124,12 @@ fn a_loop_device_attached_mid_run_appears_and_its_series_stop_when_it_goes() {
     dd_direct(&dev.path, 25, false);
     two_intervals();
     let series = reads_series(&dev.name);
-    let m = get(port, "/metrics");
+    let m = http_get(port, "/metrics");
     assert_eq!(sample(&m, &series), Some(25), "{m}");
     let name = dev.name.clone();
     drop(dev);
     two_intervals();
-    let m = get(port, "/metrics");
+    let m = http_get(port, "/metrics");
     assert!(
         !m.contains(&format!("disk=\"{name}\"")),
         "{name} is gone, its series too: {m}"
@@ -176,7 +143,7 @@ fn the_index_page_names_each_layer_and_links_to_metrics() {
     let _g = serial();
     require_root();
     let (tool, port) = exporter(None, &["--layers", "block,vfs"]);
-    let page = get(port, "/");
+    let page = http_get(port, "/");
     assert!(page.contains("<a href=\"/metrics\">"), "{page}");
     assert!(page.contains("block &mdash; traced"), "{page}");
     assert!(
@@ -314,7 +281,7 @@ impl Prometheus {
     fn value(&self, promql: &str) -> Option<f64> {
         // Not listening yet: no value.
         TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        let body = get(
+        let body = http_get(
             self.port,
             &format!("/api/v1/query?query={}", url_encode(promql)),
         );
@@ -386,7 +353,7 @@ fn a_real_prometheus_counts_exactly_the_ios_we_made_and_reads_biolats_median() {
     );
 
     // promtool lints what Prometheus scraped, as the text format.
-    let metrics = get(port, "/metrics");
+    let metrics = http_get(port, "/metrics");
     let mut promtool = std::process::Command::new(prometheus_bin("promtool"))
         .args(["check", "metrics"])
         .stdin(std::process::Stdio::piped())

@@ -19,13 +19,14 @@ const EXAMPLES: &str = "Examples:
   biolat -mT 1           milliseconds, with timestamps
   biolat -Q              include OS queue time (from when the request is first accounted)
   biolat -D -F           a histogram per disk and per operation/flags
+  biolat -D --heatmap io.svg 1   every second, also a latency heat map per disk in io.svg
   biolat -d nvme0n1      only this disk
   biolat --cgroup system.slice/postgresql.service   only I/O charged to this cgroup
   biolat --per-cgroup    a histogram per service or container the I/O is charged to
   biolat -j 5            one JSON object every 5 seconds
   biolat --explain -Q    which kernel hooks would be used, and why";
 
-/// biolat's own arguments (the runner adds -T -m -j --explain -v [interval [count]]).
+/// biolat's own arguments (the runner adds -T -m -j --explain -v --heatmap [interval [count]]).
 #[derive(Args, Debug)]
 struct BiolatArgs {
     /// Include OS queued time: measure from when the OS starts accounting the request (what

@@ -15,6 +15,7 @@ const EXAMPLES: &str = "Examples:
   ext4lat                ext4's read, write, open, fsync, getattr latency, printed at Ctrl-C
   fslat --fs xfs 1 5     xfs, every second, five times
   ext4lat -p 1234 -j     one process, as JSON
+  ext4lat --heatmap ext4.svg 1   every second, also a latency heat map per operation in ext4.svg
   ext4lat --min 10       every ext4 operation slower than 10 ms (like ext4slower)
   xfslat --explain       which kernel hooks would be used, and why";
 

@@ -25,6 +25,7 @@ const EXAMPLES: &str = "Examples:
   iostack --per-cgroup 5     every 5 seconds, a row per service or container (cgroup v2) and operation
   iostack --slow 10          each call slower than 10 ms as it ends: its layers, its time, its I/O
   iostack --slow 10 -j       the same as one JSON object per call
+  iostack --svg io.svg 1     every second, also draw the breakdown and the latency heat map into io.svg
   iostack --explain          which kernel hooks would be used, which layers cannot be, and why";
 
 /// iostack's own arguments (the runner adds -T -m -j --explain -v [interval [count]]).
@@ -50,8 +51,14 @@ struct IostackArgs {
 
     /// Print each call slower than this as it ends, instead of reports: milliseconds (10,
     /// 0.5) or with a unit (500us, 2s); 0 prints every call
-    #[arg(long, value_name = "MS", value_parser = parse_threshold)]
+    #[arg(long, value_name = "MS", value_parser = parse_threshold, conflicts_with = "heatmap")]
     slow: Option<u64>,
+
+    /// Also draw, per operation, each interval's breakdown as a stacked column beside the
+    /// heat map of the calls' latency into FILE.svg, rewritten after every interval; needs an
+    /// interval
+    #[arg(long, value_name = "FILE.svg", conflicts_with = "slow")]
+    svg: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -67,7 +74,8 @@ fn main() -> ExitCode {
             a.per_cgroup.per_cgroup_depth()?,
             a.slow,
             Unit::from_millis_flag(common.milliseconds),
-        )?;
+        )?
+        .with_svg(a.svg.clone(), common)?;
         if opts.slow_ns.is_some() {
             let style = Style {
                 json: common.json,

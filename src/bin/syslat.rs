@@ -17,6 +17,7 @@ const ABOUT: &str = "Summarize the latency of I/O system calls per operation";
 const EXAMPLES: &str = "Examples:
   syslat                     read, write, sync and open latency, printed at Ctrl-C
   syslat 1 10                every second, ten times
+  syslat --heatmap sys.svg 1  every second, also a latency heat map per group in sys.svg
   syslat -p 1234             only process 1234 (all its threads)
   syslat -c postgres -x      only failed calls of tasks named postgres
   syslat --cgroup system.slice/nginx.service   only tasks of this cgroup (v2) and below
@@ -25,7 +26,7 @@ const EXAMPLES: &str = "Examples:
   syslat -s read,openat -j   the read group and openat alone, as JSON
   syslat --explain           which kernel hooks would be used, and why";
 
-/// syslat's own arguments (the runner adds -T -m -j --explain -v [interval [count]]).
+/// syslat's own arguments (the runner adds -T -m -j --explain -v --heatmap [interval [count]]).
 #[derive(Args, Debug)]
 struct SyslatArgs {
     #[command(flatten)]

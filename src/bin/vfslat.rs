@@ -14,6 +14,7 @@ const EXAMPLES: &str = "Examples:
   vfslat                 read, write, fsync, open... latency, printed at Ctrl-C
   vfslat --per-fs 1 5    per filesystem type (ext4, xfs, tmpfs, proc...), every second
   vfslat -p 1234 -j      one process, as JSON
+  vfslat --heatmap vfs.svg 1   every second, also a latency heat map per operation in vfs.svg
   vfslat --min 10        every VFS operation slower than 10 ms, as it ends
   vfslat --explain       which kernel hooks would be used, and why";
 

@@ -1,8 +1,11 @@
 //! Shared fixtures for tests that run the tools against the real kernel (as root).
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::fs;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -208,6 +211,21 @@ impl Running {
                 panic!("{what} did not start tracing within 30 s; output so far: {both}");
             }
             thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits up to `within` until the tool has printed `n` lines on stdout; returns them.
+    pub fn wait_for_lines(&self, n: usize, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            let out = self.stdout.lock().unwrap().clone();
+            if out.lines().count() >= n {
+                return out;
+            }
+            if Instant::now() > deadline {
+                panic!("{n} lines not printed within {within:?}; so far: {out}");
+            }
+            thread::sleep(Duration::from_millis(5));
         }
     }
 
@@ -455,6 +473,9 @@ impl Helper {
 /// cgroup v1 `blkio.throttle.read_iops_device`, or cgroup v2 `io.max`). Removed on drop.
 pub struct ReadThrottle {
     pub dir: PathBuf,
+    /// The disk's MAJ:MIN, and whether the throttle is cgroup v1's.
+    dev: String,
+    v1: bool,
 }
 
 impl ReadThrottle {
@@ -476,7 +497,11 @@ impl ReadThrottle {
                 format!("{dev} {iops}"),
             )
             .expect("set the read throttle");
-            return ReadThrottle { dir };
+            return ReadThrottle {
+                dir,
+                dev: dev.to_string(),
+                v1: true,
+            };
         }
         let root = mounts
             .lines()
@@ -489,7 +514,27 @@ impl ReadThrottle {
         let dir = root.join(name);
         fs::create_dir(&dir).expect("create a cgroup");
         fs::write(dir.join("io.max"), format!("{dev} riops={iops}")).expect("set io.max");
-        ReadThrottle { dir }
+        ReadThrottle {
+            dir,
+            dev: dev.to_string(),
+            v1: false,
+        }
+    }
+
+    /// Moves process `pid` into the throttled cgroup.
+    pub fn adopt(&self, pid: u32) {
+        fs::write(self.dir.join("cgroup.procs"), pid.to_string()).expect("join the cgroup");
+    }
+
+    /// Lifts the throttle: the disk's reads are free from now on (throttled reads waiting go
+    /// at once).
+    pub fn lift(&self) {
+        let dev = &self.dev;
+        let (file, value) = match self.v1 {
+            true => ("blkio.throttle.read_iops_device", format!("{dev} 0")),
+            false => ("io.max", format!("{dev} riops=max")),
+        };
+        fs::write(self.dir.join(file), value).expect("lift the read throttle");
     }
 
     pub fn path(&self) -> String {
@@ -606,4 +651,37 @@ impl Drop for Cgroup2 {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// A free port on 127.0.0.1 (bound and released: the exporter binds it next).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The exporter serving on a free port of 127.0.0.1, with `args`; and that port. With `caps`,
+/// as nobody with only those capabilities (as its systemd unit runs it).
+pub fn exporter(caps: Option<&[&str]>, args: &[&str]) -> (Running, u16) {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let args = [&["--listen", listen.as_str()], args].concat();
+    let tool = match caps {
+        Some(caps) => Running::start_with_caps("iostack-exporter", caps, &args),
+        None => Running::start("iostack-exporter", &args),
+    };
+    (tool, port)
+}
+
+/// The body of GET `path` (HTTP/1.0: the server closes when done).
+pub fn http_get(port: u16, path: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to the exporter");
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    reply
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or(reply)
 }

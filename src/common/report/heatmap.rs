@@ -34,6 +34,9 @@ pub struct HeatMap {
 /// A cell and the pixel rectangle it was drawn in (top left, bottom right).
 pub type Placed = (Cell, [(i32, i32); 2]);
 
+/// The width in pixels of the colour legend at the right.
+pub const LEGEND_WIDTH: u32 = 110;
+
 /// One drawn cell: `count` latencies in bucket `slot` ([2^slot, 2^(slot+1)) units) during
 /// column `column`'s interval, in panel `panel`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +98,15 @@ impl HeatMap {
         }
     }
 
+    pub fn title(&self) -> &str {
+        &self.title
+    }
+
+    /// When each column's interval ended.
+    pub fn times(&self) -> &[String] {
+        &self.times
+    }
+
     pub fn columns(&self) -> usize {
         self.times.len()
     }
@@ -137,14 +149,9 @@ impl HeatMap {
     /// for tests that read a rendering's pixels.
     pub fn draw(&self) -> Result<(String, Vec<Placed>)> {
         let mut placed = Vec::new();
-        let cells = self.cells();
-        let max = cells.iter().map(|c| c.count).max().unwrap_or(1);
-        let (low, high) = self.rows();
-        let rows = (high - low + 1) as u32;
-        let columns = self.columns().max(1);
-        let panel_height = 70 + 16 * rows;
-        let width = 260 + 16 * (columns as u32).max(20);
-        let height = 30 + panel_height * (self.panels.len() as u32).max(1);
+        let panels = self.panels.len().max(1) as u32;
+        let width = 150 + self.panel_width() + LEGEND_WIDTH;
+        let height = 30 + self.panel_height() * panels;
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
@@ -152,87 +159,171 @@ impl HeatMap {
             let root = root
                 .titled(&self.title, ("sans-serif", 18))
                 .map_err(draw_error)?;
-            let (main, legend) = root.split_horizontally(width - 110);
-            let panels = if self.panels.is_empty() {
-                vec![main]
-            } else {
-                main.split_evenly((self.panels.len(), 1))
-            };
-            let unit = self.unit;
-            for (i, area) in panels.iter().enumerate() {
-                let caption = match self.panels.get(i) {
-                    Some((labels, _)) if !labels.is_empty() => labels
-                        .iter()
-                        .map(|(k, v)| format!("{k} {v}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    Some(_) => "all".to_string(),
-                    None => "no events yet".to_string(),
-                };
-                let mut chart = ChartBuilder::on(area)
-                    .caption(caption, ("sans-serif", 14))
-                    .margin(8)
-                    .x_label_area_size(32)
-                    .y_label_area_size(70)
-                    .build_cartesian_2d(0..columns as i32, low as i32..high as i32 + 1)
-                    .map_err(draw_error)?;
-                let times = &self.times;
-                chart
-                    .configure_mesh()
-                    .disable_mesh()
-                    .x_desc("interval ending at")
-                    .y_desc("latency")
-                    .x_labels(columns.min(10))
-                    .y_labels(rows as usize + 1)
-                    .x_label_formatter(&|&c| {
-                        times
-                            .get((c as usize).saturating_sub(1))
-                            .filter(|_| c > 0)
-                            .cloned()
-                            .unwrap_or_default()
-                    })
-                    .y_label_formatter(&|&slot| bucket_bound(slot as usize, unit))
-                    .draw()
-                    .map_err(draw_error)?;
-                for c in cells.iter().filter(|c| c.panel == i) {
-                    let (x, y) = (c.column as i32, c.slot as i32);
-                    let a = chart.backend_coord(&(x, y + 1));
-                    let b = chart.backend_coord(&(x + 1, y));
-                    placed.push((*c, [a, b]));
-                }
-                chart
-                    .draw_series(cells.iter().filter(|c| c.panel == i).map(|c| {
-                        let (x, y) = (c.column as i32, c.slot as i32);
-                        Rectangle::new([(x, y), (x + 1, y + 1)], colour(c.count, max).filled())
-                    }))
-                    .map_err(draw_error)?;
+            let (main, legend) = root.split_horizontally(width - LEGEND_WIDTH);
+            let areas = main.split_evenly((panels as usize, 1));
+            for (i, area) in areas.iter().enumerate() {
+                placed.extend(self.draw_panel(area, i)?);
             }
-            draw_legend(&legend, max)?;
+            self.draw_legend(&legend)?;
             root.present().map_err(draw_error)?;
         }
         Ok((svg, placed))
     }
 
+    /// The width in pixels that a panel's cells take: 60 a column (room for its time label)
+    /// up to 20 columns, then the same 1200 shared by more (a live page's 300 seconds: 4
+    /// each); 320 at least.
+    pub fn panel_width(&self) -> u32 {
+        (60 * self.columns() as u32).clamp(320, 1200)
+    }
+
+    /// How many of the columns' boundaries get a time label: every one while a column is 60
+    /// pixels wide (a label is about 50), fewer after.
+    pub fn time_labels(&self) -> usize {
+        self.columns().min(self.panel_width() as usize / 60).max(1)
+    }
+
+    /// The height in pixels of a panel: 16 per row, its caption and its time axis.
+    pub fn panel_height(&self) -> u32 {
+        let (low, high) = self.rows();
+        70 + 16 * (high - low + 1) as u32
+    }
+
+    /// The panel whose labels are `labels`, if any interval had them.
+    pub fn panel_of(&self, labels: &[(&'static str, String)]) -> Option<usize> {
+        self.panels.iter().position(|(l, _)| l == labels)
+    }
+
+    /// The largest count of any cell (the legend's top).
+    pub fn max_count(&self) -> u64 {
+        self.cells().iter().map(|c| c.count).max().unwrap_or(1)
+    }
+
+    /// Draws panel `i` (its caption, axes and cells; "no events yet" when there is none) into
+    /// `area`, on the colour scale of the whole map; returns where its cells went.
+    pub fn draw_panel<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, plotters::coord::Shift>,
+        i: usize,
+    ) -> Result<Vec<Placed>> {
+        let cells: Vec<Cell> = self.cells().into_iter().filter(|c| c.panel == i).collect();
+        let max = self.max_count();
+        let (low, high) = self.rows();
+        let rows = high - low + 1;
+        let columns = self.columns().max(1);
+        let caption = match self.panels.get(i) {
+            Some((labels, _)) if !labels.is_empty() => labels
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            Some(_) => "all".to_string(),
+            None => "no events yet".to_string(),
+        };
+        let mut chart = ChartBuilder::on(area)
+            .caption(caption, ("sans-serif", 14))
+            .margin(8)
+            .x_label_area_size(32)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0..columns as i32, low as i32..high as i32 + 1)
+            .map_err(draw_error)?;
+        let (times, unit) = (&self.times, self.unit);
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc("interval ending at")
+            .y_desc("latency")
+            .x_labels(self.time_labels())
+            .y_labels(rows + 1)
+            .x_label_formatter(&|&c| time_at(times, c))
+            .y_label_formatter(&|&slot| bucket_bound(slot as usize, unit))
+            .draw()
+            .map_err(draw_error)?;
+        let mut placed = Vec::new();
+        for c in &cells {
+            let (x, y) = (c.column as i32, c.slot as i32);
+            let a = chart.backend_coord(&(x, y + 1));
+            let b = chart.backend_coord(&(x + 1, y));
+            placed.push((*c, [a, b]));
+        }
+        chart
+            .draw_series(cells.iter().map(|c| {
+                let (x, y) = (c.column as i32, c.slot as i32);
+                Rectangle::new([(x, y), (x + 1, y + 1)], colour(c.count, max).filled())
+            }))
+            .map_err(draw_error)?;
+        Ok(placed)
+    }
+
+    /// The legend: the colour ramp with the counts it stands for, 1 to the most, log scale.
+    pub fn draw_legend<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<()> {
+        let max = self.max_count();
+        let steps = 10;
+        let (_, h) = area.dim_in_pixel();
+        let top = 60i32;
+        let bar = (h as i32 - top - 40).clamp(100, 300);
+        let style = ("sans-serif", 12).into_font();
+        area.draw(&Text::new("count (log)", (4, top - 20), style.clone()))
+            .map_err(draw_error)?;
+        for i in 0..steps {
+            // From the most (top) to one (bottom).
+            let t = 1.0 - i as f64 / (steps - 1) as f64;
+            let count = ((max.max(1) as f64).powf(t).round() as u64).max(1);
+            let y0 = top + i * bar / steps;
+            let y1 = top + (i + 1) * bar / steps;
+            area.draw(&Rectangle::new(
+                [(4, y0), (24, y1)],
+                colour(count, max).filled(),
+            ))
+            .map_err(draw_error)?;
+            area.draw(&Text::new(count.to_string(), (30, y0 + 2), style.clone()))
+                .map_err(draw_error)?;
+        }
+        Ok(())
+    }
+
     /// Writes the SVG to `path` atomically (a temporary file beside it, renamed over it).
     pub fn write(&self, path: &Path) -> Result<()> {
-        let svg = self.svg()?;
-        let tmp = temporary_beside(path);
-        let mut f =
-            fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
-        f.write_all(svg.as_bytes())
-            .and_then(|_| f.sync_data())
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))
+        write_atomically(path, &self.svg()?)
     }
+}
+
+/// Writes `svg` to `path` atomically: a temporary file beside it, renamed over it, so that a
+/// browser tab reloading it never sees half a picture.
+pub fn write_atomically(path: &Path, svg: &str) -> Result<()> {
+    let tmp = temporary_beside(path);
+    let mut f =
+        fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    f.write_all(svg.as_bytes())
+        .and_then(|_| f.sync_data())
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))
+}
+
+/// The command line that made a picture (its title): the program's name without its directory,
+/// and its arguments.
+pub fn command_line() -> String {
+    let mut args = std::env::args();
+    let program = args.next().unwrap_or_default();
+    let program = Path::new(&program)
+        .file_name()
+        .map_or(program.clone(), |n| n.to_string_lossy().into_owned());
+    std::iter::once(program)
+        .chain(args)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Checks, before any tracing, that `path` can be written: creates and removes its temporary
 /// file. The error says what to do.
-pub fn check_writable(path: &Path) -> Result<()> {
+pub fn check_writable(flag: &str, path: &Path) -> Result<()> {
     let tmp = temporary_beside(path);
     fs::File::create(&tmp).map_err(|e| {
         anyhow!(
-            "--heatmap {}: cannot write there ({e}): choose a path in a writable directory",
+            "{flag} {}: cannot write there ({e}): choose a path in a writable directory",
             path.display()
         )
     })?;
@@ -287,38 +378,12 @@ pub fn colour(count: u64, max: u64) -> RGBColor {
     RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
 }
 
-/// The legend: the colour ramp with the counts it stands for, 1 to `max`, log scale.
-fn draw_legend<DB: DrawingBackend>(
-    area: &DrawingArea<DB, plotters::coord::Shift>,
-    max: u64,
-) -> Result<()> {
-    let steps = 10;
-    let (w, h) = area.dim_in_pixel();
-    let top = 60i32;
-    let bar = (h as i32 - top - 40).clamp(100, 300);
-    let style = ("sans-serif", 12).into_font();
-    area.draw(&Text::new("count (log)", (4, top - 20), style.clone()))
-        .map_err(draw_error)?;
-    for i in 0..steps {
-        // From the most (top) to one (bottom).
-        let t = 1.0 - i as f64 / (steps - 1) as f64;
-        let count = (max.max(1) as f64).powf(t).round() as u64;
-        let y0 = top + i * bar / steps;
-        let y1 = top + (i + 1) * bar / steps;
-        area.draw(&Rectangle::new(
-            [(4, y0), (24, y1)],
-            colour(count.max(1), max).filled(),
-        ))
-        .map_err(draw_error)?;
-        area.draw(&Text::new(
-            count.max(1).to_string(),
-            (30, y0 + 2),
-            style.clone(),
-        ))
-        .map_err(draw_error)?;
+/// The label under column boundary `c`: the end time of the interval left of it.
+pub fn time_at(times: &[String], c: i32) -> String {
+    match c {
+        c if c > 0 => times.get(c as usize - 1).cloned().unwrap_or_default(),
+        _ => String::new(),
     }
-    let _ = w;
-    Ok(())
 }
 
 #[cfg(test)]

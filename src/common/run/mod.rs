@@ -190,7 +190,7 @@ fn report_intervals<T: Tool, R: Render>(
                 path.display()
             );
         }
-        crate::common::report::heatmap::check_writable(path)?;
+        crate::common::report::heatmap::check_writable("--heatmap", path)?;
     }
     let Some(mut tool) = open::<T>(name, style, &opts, &mut out)? else {
         return Ok(());
@@ -202,8 +202,8 @@ fn report_intervals<T: Tool, R: Render>(
         let report = collect(&mut tool)?;
         if let (Some(path), Some((unit, histograms))) = (&common.heatmap, report.heat()) {
             let map = heatmap.get_or_insert_with(|| {
-                let command: Vec<String> = std::env::args().collect();
-                crate::common::report::heatmap::HeatMap::new(command.join(" "), unit)
+                use crate::common::report::heatmap::{command_line, HeatMap};
+                HeatMap::new(command_line(), unit)
             });
             map.push(crate::common::report::local_hms(), &histograms);
             map.write(path)?;

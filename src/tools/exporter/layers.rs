@@ -220,6 +220,10 @@ impl Layers {
     /// loss counters; the series of disks that are gone stop.
     pub fn collect_into(&mut self, m: &mut Metrics) -> Result<()> {
         for (layer, source) in &mut self.sources {
+            // A block source that also stamps the queued start feeds the queue family too: its
+            // heat map gets a column every interval, events or not.
+            let also_queued =
+                matches!(source, Source::Block { tool, queued: false } if tool.also_queued());
             let (name, help, report) = match source {
                 Source::Block {
                     tool,
@@ -249,11 +253,16 @@ impl Layers {
                 ),
             };
             let time = crate::common::report::local_hms();
-            for (family, histograms) in by_family(name, &report) {
+            let mut feeds = vec![(name, help)];
+            if also_queued {
+                feeds.push(QUEUE_FAMILY);
+            }
+            for ((family, help), histograms) in by_family(&feeds, &report) {
                 let i = match self.heatmaps.iter().position(|(f, _)| *f == family) {
                     Some(i) => i,
                     None => {
-                        let map = HeatMap::new(family, UNIT).with_max_columns(HEATMAP_COLUMNS);
+                        let map = HeatMap::new(format!("{family}: {help}"), UNIT)
+                            .with_max_columns(HEATMAP_COLUMNS);
                         self.heatmaps.push((family, map));
                         self.heatmaps.len() - 1
                     }
@@ -288,27 +297,27 @@ impl Layers {
     }
 }
 
-/// A report's histograms by the family they belong to (a block report with both starts feeds
-/// both block families), without the `start` label; every family the report feeds is listed,
-/// so that each heat map gets a column every interval.
+/// A metric family: its name and help (the heat map's title).
+type Family = (&'static str, &'static str);
+
+/// A report's histograms by the family they belong to (`feeds`: the report's own family, then
+/// the queue family when its histograms with `start=queued` go there), without the `start`
+/// label; every family fed is listed, events or not, so that each heat map gets a column every
+/// interval.
 fn by_family(
-    family: &'static str,
+    feeds: &[Family],
     report: &HistogramReport,
-) -> Vec<(&'static str, Vec<crate::common::report::LabeledHistogram>)> {
-    let mut out = vec![(family, Vec::new())];
+) -> Vec<(Family, Vec<crate::common::report::LabeledHistogram>)> {
+    let mut out: Vec<_> = feeds.iter().map(|&f| (f, Vec::new())).collect();
     for h in &report.histograms {
         let queued = h.labels.iter().any(|(k, v)| *k == "start" && v == "queued");
-        let into = if queued { QUEUE_FAMILY.0 } else { family };
-        let i = match out.iter().position(|(f, _)| *f == into) {
-            Some(i) => i,
-            None => {
-                out.push((into, Vec::new()));
-                out.len() - 1
-            }
+        let into = match out.iter().position(|((f, _), _)| *f == QUEUE_FAMILY.0) {
+            Some(i) if queued => i,
+            _ => 0,
         };
         let mut h = h.clone();
         h.labels.retain(|(k, _)| *k != "start");
-        out[i].1.push(h);
+        out[into].1.push(h);
     }
     out
 }

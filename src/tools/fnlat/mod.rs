@@ -533,7 +533,8 @@ pub struct FnlatArgs {
 
     /// Print each operation slower than this as it ends, instead of histograms: milliseconds
     /// (10, 0.5) or with a unit (500us, 2s); 0 prints every operation
-    #[arg(long, value_name = "MIN", value_parser = crate::common::run::threshold::parse_threshold)]
+    #[arg(long, value_name = "MIN", value_parser = crate::common::run::threshold::parse_threshold,
+          conflicts_with = "heatmap")]
     pub min: Option<u64>,
 
     #[command(flatten)]

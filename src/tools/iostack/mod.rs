@@ -7,6 +7,7 @@
 
 pub mod breakdown;
 pub mod journey;
+pub mod picture;
 pub mod plan;
 pub mod report;
 
@@ -84,6 +85,8 @@ pub struct IostackOptions {
     /// `--slow`: each call at least this slow (ns), as its journey, instead of reports.
     pub slow_ns: Option<u64>,
     pub unit: Unit,
+    /// `--svg`: the breakdown picture's file, rewritten every interval.
+    pub svg: Option<std::path::PathBuf>,
 }
 
 impl IostackOptions {
@@ -120,7 +123,28 @@ impl IostackOptions {
             per_cgroup,
             slow_ns,
             unit,
+            svg: None,
         })
+    }
+
+    /// `--svg FILE.svg`: draws the breakdown per interval into FILE.svg. Checked before any
+    /// tracing: it needs an interval (a column each), and a place it can write.
+    pub fn with_svg(
+        mut self,
+        path: Option<std::path::PathBuf>,
+        common: &crate::common::run::cli::CommonArgs,
+    ) -> Result<IostackOptions> {
+        if let (Some(path), false) = (&path, common.explain) {
+            if common.interval.is_none() {
+                return Err(anyhow!(
+                    "--svg draws a column per interval: give an interval, e.g. `iostack --svg {} 1`",
+                    path.display()
+                ));
+            }
+            crate::common::report::heatmap::check_writable("--svg", path)?;
+        }
+        self.svg = path;
+        Ok(self)
     }
 
     /// 1 + the index of the operation whose return value is a file descriptor, 0 if none.
@@ -157,6 +181,8 @@ pub struct Iostack {
     losses: LossTally,
     /// `--per-cgroup`: cgroup ids back to paths.
     cgroups: Option<CgroupNames>,
+    /// `--svg`: the picture so far.
+    picture: Option<picture::BreakdownPicture>,
 }
 
 /// Every kind of loss iostack can report.
@@ -213,6 +239,10 @@ impl Tool for Iostack {
             queue,
             losses: LossTally::default(),
             cgroups: opts.per_cgroup.map(CgroupNames::new),
+            picture: opts.svg.as_deref().map(|path| {
+                let title = crate::common::report::heatmap::command_line();
+                picture::BreakdownPicture::new(path, title, opts.unit)
+            }),
         })
     }
 }
@@ -568,7 +598,7 @@ impl IntervalTool for Iostack {
         let mut losses = self.collector.losses(&kernel, &LOSSES);
         losses.push((Loss::Unseen, accounted.iter().map(|(_, t)| t.unseen).sum()));
         losses.push((Loss::Skipped, self.new_skipped()));
-        Ok(IostackReport {
+        let report = IostackReport {
             unit: self.opts.unit,
             ops,
             missing: self.missing.clone(),
@@ -577,7 +607,12 @@ impl IntervalTool for Iostack {
             cgroups,
             losses,
             accounted,
-        })
+        };
+        if let Some(picture) = &mut self.picture {
+            picture.push(local_hms(), &report);
+            picture.write()?;
+        }
+        Ok(report)
     }
 }
 
