@@ -412,3 +412,60 @@ fn the_exporters_page_shows_the_same_heat_map_live_in_a_browser() {
         "darkest cell {darkest:?}, throttled columns {throttled:?}"
     );
 }
+
+#[test]
+fn a_picture_that_cannot_be_drawn_is_one_line_before_anything_is_traced() {
+    // As nobody: a tool that traced first would fail on its privileges instead.
+    for (tool, args, says) in [
+        (
+            "syslat",
+            &["--heatmap", "/tmp/x.svg"][..],
+            "give an interval",
+        ),
+        (
+            "biolat",
+            &["-D", "--heatmap", "/tmp/x.svg"],
+            "give an interval",
+        ),
+        (
+            "biolat",
+            &["--heatmap", "/proc/x.svg", "1"],
+            "cannot write there",
+        ),
+        (
+            "vfslat",
+            &["--heatmap", "/proc/x.svg", "1"],
+            "cannot write there",
+        ),
+        (
+            "ext4lat",
+            &["--heatmap", "/proc/x.svg", "1", "3"],
+            "cannot write there",
+        ),
+        (
+            "iostack",
+            &["--heatmap", "/proc/x.svg", "1"],
+            "cannot write there",
+        ),
+        ("iostack", &["--svg", "/tmp/x.svg"], "give an interval"),
+        (
+            "iostack",
+            &["--svg", "/proc/x.svg", "1"],
+            "cannot write there",
+        ),
+        (
+            "vfslat",
+            &["--heatmap", "x.svg", "--min", "10", "1"],
+            "cannot be used with",
+        ),
+        (
+            "iostack",
+            &["--svg", "x.svg", "--slow", "10", "1"],
+            "cannot be used with",
+        ),
+    ] {
+        let out = run_unprivileged(tool, args);
+        let err = assert_one_line_error(&out, tool);
+        assert!(err.contains(says), "{tool} {args:?}: {err}");
+    }
+}

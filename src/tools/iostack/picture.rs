@@ -37,9 +37,9 @@ pub struct BreakdownPicture {
     path: PathBuf,
     /// The calls' latency, a panel per operation (`op` label).
     heat: HeatMap,
-    /// Per operation in first-seen order: per column, its calls and where their time went
-    /// (None: no calls ended in that interval).
-    ops: Vec<(String, Vec<Option<(u64, Breakdown)>>)>,
+    /// Per operation in first-seen order: per column, where its calls' time went (None: no
+    /// calls ended in that interval).
+    ops: Vec<(String, Vec<Option<Breakdown>>)>,
 }
 
 impl BreakdownPicture {
@@ -68,14 +68,14 @@ impl BreakdownPicture {
                     self.ops.len() - 1
                 }
             };
-            self.ops[i].1[column] = Some((op.calls, op.breakdown));
+            self.ops[i].1[column] = Some(op.breakdown);
         }
     }
 
     /// The parts' shares (percent) of the calls' time in column `column` of operation `op`;
     /// None where no call ended or the calls took no time.
     pub fn shares(&self, op: usize, column: usize) -> Option<[f64; PARTS]> {
-        let (_, b) = self.ops.get(op)?.1.get(column).copied().flatten()?;
+        let b = self.ops.get(op)?.1.get(column).copied().flatten()?;
         (b.total() > 0).then(|| b.percentages())
     }
 
