@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use iostack::common::report::heatmap::bucket_bound;
 use iostack::common::report::hist::Unit;
+use iostack::tools::iostack::breakdown::PART_NAMES;
+use iostack::tools::iostack::picture::PART_COLOURS;
 use support::browser::{screenshot, svg_lines, svg_size, svg_texts, Screenshot, SvgText};
 use support::*;
 
@@ -467,5 +469,104 @@ fn a_picture_that_cannot_be_drawn_is_one_line_before_anything_is_traced() {
         let out = run_unprivileged(tool, args);
         let err = assert_one_line_error(&out, tool);
         assert!(err.contains(says), "{tool} {args:?}: {err}");
+    }
+}
+
+#[test]
+fn iostacks_picture_stacks_each_intervals_shares_in_their_colours_throttled_reads_in_the_os_queue()
+{
+    let _g = serial();
+    require_root();
+    let svg_path = support::browser::artifacts().join("iostack-breakdown.svg");
+    let _ = std::fs::remove_file(&svg_path);
+    let svg_arg = svg_path.to_string_lossy().into_owned();
+    let tool = throttled_then_free_reads(
+        |_, tid| Running::start("iostack", &["--tid", tid, "-j", "--svg", &svg_arg, "1"]),
+        |tool| {
+            tool.wait_for_lines(3, Duration::from_secs(10));
+        },
+    );
+    let (code, out, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+    // Per column (report): the reads' parts, in the order of PART_NAMES.
+    let columns: Vec<Option<Vec<u64>>> = json_lines(&out)
+        .iter()
+        .map(|r| {
+            let read = r["ops"].as_array()?.iter().find(|o| o["op"] == "read")?;
+            let parts: Vec<u64> = PART_NAMES
+                .iter()
+                .map(|p| read["breakdown"][p.json].as_u64().unwrap())
+                .collect();
+            (parts.iter().sum::<u64>() > 0).then_some(parts)
+        })
+        .collect();
+    let svg = std::fs::read_to_string(&svg_path).expect("the picture was written");
+    let texts = svg_texts(&svg);
+    let caption = texts
+        .iter()
+        .position(|t| t.text == "read: where the calls' time went")
+        .unwrap_or_else(|| panic!("no read chart: {texts:?}"));
+    let rest = &texts[caption + 1..];
+    let percent = |v: &str| rest.iter().find(|t| t.text == v).map(|t| t.y).unwrap();
+    let (zero, hundred) = (percent("0"), percent("100"));
+    let times: Vec<&SvgText> = rest
+        .iter()
+        .skip_while(|t| !is_time(&t.text))
+        .take_while(|t| is_time(&t.text))
+        .collect();
+    assert_eq!(
+        times.len(),
+        columns.len() + 1,
+        "a column per report: {times:?}"
+    );
+    // Beside it, the calls' heat map.
+    let after: Vec<&str> = rest.iter().map(|t| t.text.as_str()).collect();
+    assert!(
+        after.contains(&"op read") && after.contains(&"latency"),
+        "{after:?}"
+    );
+    let png = screenshot(
+        &format!("file://{}", svg_path.display()),
+        svg_size(&svg),
+        "iostack-breakdown",
+    );
+    eprintln!("rendered: {}", png.path.display());
+    let near = |a: [u8; 3], b: [u8; 3]| a.iter().zip(b).all(|(&x, y)| x.abs_diff(y) <= 2);
+    for (c, parts) in columns.iter().enumerate() {
+        let x = ((times[c].x + times[c + 1].x) / 2.0).round() as i32;
+        let at_share = |share: f64| (zero + (hundred - zero) * share / 100.0).round() as i32;
+        let Some(parts) = parts else {
+            assert!(!png.coloured(x, at_share(50.0)), "column {c} has no reads");
+            continue;
+        };
+        let total: u64 = parts.iter().sum();
+        let mut base = 0.0;
+        for (p, &ns) in parts.iter().enumerate() {
+            let share = ns as f64 * 100.0 / total as f64;
+            // Each part of 5% or more: its colour in the middle of its band.
+            if share >= 5.0 {
+                let y = at_share(base + share / 2.0);
+                let colour = PART_COLOURS[p];
+                assert!(
+                    near(png.pixel(x, y), [colour.0, colour.1, colour.2]),
+                    "column {c}: {} ({share:.1}%) at ({x}, {y}) is {:?} in {}",
+                    PART_NAMES[p].text,
+                    png.pixel(x, y),
+                    png.path.display()
+                );
+            }
+            base += share;
+        }
+    }
+    // The throttled half: the reads' time is the OS queue's (blk-throttle holds the bios).
+    let os_queue = PART_COLOURS[2];
+    for c in 0..3 {
+        let x = ((times[c].x + times[c + 1].x) / 2.0).round() as i32;
+        let y = ((zero + hundred) / 2.0).round() as i32;
+        assert!(
+            near(png.pixel(x, y), [os_queue.0, os_queue.1, os_queue.2]),
+            "column {c}: {:?}",
+            columns[c]
+        );
     }
 }

@@ -154,7 +154,7 @@ pub fn svg_texts(svg: &str) -> Vec<SvgText> {
             Some(SvgText {
                 x: attribute(tag, "x")?.parse().ok()?,
                 y: attribute(tag, "y")?.parse().ok()?,
-                text: body.trim().to_string(),
+                text: body.trim().replace("&apos;", "'").replace("&amp;", "&"),
             })
         })
         .collect()
