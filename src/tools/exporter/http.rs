@@ -60,7 +60,7 @@ impl Serving {
 pub fn serve(
     bound: Bound,
     metrics: Arc<Mutex<Metrics>>,
-    pictures: Arc<Mutex<Vec<HeatMap>>>,
+    pictures: super::layers::Pictures,
 ) -> Serving {
     let server = Arc::new(bound.0);
     let stopping = Arc::new(AtomicBool::new(false));
@@ -86,7 +86,10 @@ pub fn serve(
                         .with_header(header("Content-Type", format.content_type())),
                     "/" => Response::from_string(index(
                         &snapshot,
-                        &pictures.lock().map(|p| p.clone()).unwrap_or_default(),
+                        &pictures
+                            .lock()
+                            .map(|p| p.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>())
+                            .unwrap_or_default(),
                     ))
                     .with_header(header("Content-Type", "text/html; charset=utf-8")),
                     _ => Response::from_string("not found: try /metrics\n").with_status_code(404),

@@ -77,9 +77,13 @@ pub struct Layers {
     sources: Vec<(LayerName, Source)>,
     states: Vec<(String, LayerState)>,
     disks: Vec<String>,
-    /// Per family, the heat map of its last intervals (the `/` page draws them).
-    heatmaps: Vec<(&'static str, HeatMap)>,
+    /// Per family, the heat map of its last intervals, shared with the `/` page (which copies
+    /// them when it is asked for, not every interval).
+    heatmaps: Pictures,
 }
+
+/// The families' heat maps, by family name.
+pub type Pictures = std::sync::Arc<std::sync::Mutex<Vec<(&'static str, HeatMap)>>>;
 
 /// How many intervals (seconds) the `/` page's heat maps show.
 pub const HEATMAP_COLUMNS: usize = 300;
@@ -97,7 +101,7 @@ impl Layers {
             sources: Vec::new(),
             states: Vec::new(),
             disks: opts.disks.iter().map(|d| d.name.clone()).collect(),
-            heatmaps: Vec::new(),
+            heatmaps: Pictures::default(),
         };
         let cgroups = CgroupOptions {
             filter: None,
@@ -212,8 +216,8 @@ impl Layers {
     }
 
     /// The heat maps of the families exported, over their last intervals.
-    pub fn heatmaps(&self) -> Vec<HeatMap> {
-        self.heatmaps.iter().map(|(_, m)| m.clone()).collect()
+    pub fn heatmaps(&self) -> Pictures {
+        self.heatmaps.clone()
     }
 
     /// Drains every layer into `m`: its histograms added to their series, its losses to the
@@ -257,18 +261,23 @@ impl Layers {
             if also_queued {
                 feeds.push(QUEUE_FAMILY);
             }
+            let mut maps = self
+                .heatmaps
+                .lock()
+                .map_err(|_| anyhow::anyhow!("internal: the heat maps' lock is poisoned"))?;
             for ((family, help), histograms) in by_family(&feeds, &report) {
-                let i = match self.heatmaps.iter().position(|(f, _)| *f == family) {
+                let i = match maps.iter().position(|(f, _)| *f == family) {
                     Some(i) => i,
                     None => {
                         let map = HeatMap::new(format!("{family}: {help}"), UNIT)
                             .with_max_columns(HEATMAP_COLUMNS);
-                        self.heatmaps.push((family, map));
-                        self.heatmaps.len() - 1
+                        maps.push((family, map));
+                        maps.len() - 1
                     }
                 };
-                self.heatmaps[i].1.push(time.clone(), &histograms);
+                maps[i].1.push(time.clone(), &histograms);
             }
+            drop(maps);
             add_report(m, layer.name(), (name, help), report, &self.disks);
         }
         // A disk that is gone has no /sys/block entry; a detached loop device keeps its

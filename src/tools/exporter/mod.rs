@@ -84,8 +84,7 @@ pub fn run(opts: ExporterOptions) -> Result<()> {
     }));
     let stop = StopSignal::install()?;
     let address = server.address();
-    let pictures = Arc::new(Mutex::new(Vec::new()));
-    let serving = http::serve(server, metrics.clone(), pictures.clone());
+    let serving = http::serve(server, metrics.clone(), layers.heatmaps());
     eprintln!("{NAME}: serving http://{address}/metrics... Hit Ctrl-C to end.");
     let mut next = Instant::now() + opts.interval;
     loop {
@@ -98,9 +97,6 @@ pub fn run(opts: ExporterOptions) -> Result<()> {
         *metrics
             .lock()
             .map_err(|_| anyhow!("internal: the metrics lock is poisoned"))? = fresh;
-        *pictures
-            .lock()
-            .map_err(|_| anyhow!("internal: the pictures lock is poisoned"))? = layers.heatmaps();
         if stopping {
             break;
         }
