@@ -28,7 +28,7 @@ const EXAMPLES: &str = "Examples:
   iostack --svg io.svg 1     every second, also draw the breakdown and the latency heat map into io.svg
   iostack --explain          which kernel hooks would be used, which layers cannot be, and why";
 
-/// iostack's own arguments (the runner adds -T -m -j --explain -v [interval [count]]).
+/// iostack's own arguments (the runner adds -T -m -j --explain -v --heatmap [interval [count]]).
 #[derive(Args, Debug)]
 struct IostackArgs {
     #[command(flatten)]

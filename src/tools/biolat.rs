@@ -251,6 +251,7 @@ impl HistogramTool for Biolat {
         histograms.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(HistogramReport {
             tool: Self::NAME,
+            time: crate::common::report::local_hms(),
             unit: self.opts.unit,
             noun: IOS,
             histograms,

@@ -107,6 +107,7 @@ impl HistogramTool for Syslat {
         }
         Ok(HistogramReport {
             tool: Self::NAME,
+            time: crate::common::report::local_hms(),
             unit: self.opts.unit,
             noun: CALLS,
             histograms,

@@ -521,6 +521,12 @@ impl ReadThrottle {
         }
     }
 
+    /// The throttle's cgroup when it is a cgroup v2 (a host without blkio v1): a process moved
+    /// into another v2 cgroup would leave the throttle.
+    pub fn cgroup2(&self) -> Option<&std::path::Path> {
+        (!self.v1).then_some(self.dir.as_path())
+    }
+
     /// Moves process `pid` into the throttled cgroup.
     pub fn adopt(&self, pid: u32) {
         fs::write(self.dir.join("cgroup.procs"), pid.to_string()).expect("join the cgroup");

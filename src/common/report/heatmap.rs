@@ -49,10 +49,15 @@ struct Stored {
 /// A cell and the pixel rectangle it was drawn in (top left, bottom right).
 pub type Placed = (Cell, [(i32, i32); 2]);
 
+/// A run's picture keeps its last 1200 intervals (the most a panel's 1200 pixels show; a run
+/// of days would otherwise redraw every interval it ever had, every interval).
+pub const RUN_COLUMNS: usize = 1200;
+
 /// The width in pixels of the colour legend at the right.
 pub const LEGEND_WIDTH: u32 = 110;
 
-/// One drawn cell: `count` latencies in bucket `slot` ([2^slot, 2^(slot+1)) units) during
+/// One drawn cell: `count` latencies in bucket `slot` ([2^slot, 2^(slot+1)) units; slot 0 is 0
+/// and 1) during
 /// column `column`'s interval, in panel `panel`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cell {
@@ -142,28 +147,39 @@ impl HeatMap {
 
     /// Every non-empty cell, by panel then column.
     pub fn cells(&self) -> Vec<Cell> {
-        let mut cells = Vec::new();
-        for (panel, (_, stored)) in self.panels.iter().enumerate() {
-            let mut of_panel: Vec<Cell> = stored
-                .iter()
-                .map(|c| Cell {
-                    panel,
-                    column: (c.column - self.dropped) as usize,
-                    slot: c.slot as usize,
-                    count: c.count as u64,
-                })
-                .collect();
-            of_panel.sort_by_key(|c| (c.column, c.slot));
-            cells.extend(of_panel);
-        }
+        (0..self.panels.len())
+            .flat_map(|p| self.panel_cells(p))
+            .collect()
+    }
+
+    /// Panel `panel`'s non-empty cells, by column then bucket.
+    fn panel_cells(&self, panel: usize) -> Vec<Cell> {
+        let Some((_, stored)) = self.panels.get(panel) else {
+            return Vec::new();
+        };
+        let mut cells: Vec<Cell> = stored
+            .iter()
+            .map(|c| Cell {
+                panel,
+                column: (c.column - self.dropped) as usize,
+                slot: c.slot as usize,
+                count: c.count as u64,
+            })
+            .collect();
+        cells.sort_by_key(|c| (c.column, c.slot));
         cells
+    }
+
+    /// Every kept cell, of every panel, in no order.
+    fn stored(&self) -> impl Iterator<Item = &Stored> {
+        self.panels.iter().flat_map(|(_, cells)| cells.iter())
     }
 
     /// The rows drawn: from the lowest bucket any cell uses to the highest, at least 8 rows.
     pub fn rows(&self) -> (usize, usize) {
-        let cells = self.cells();
-        let low = cells.iter().map(|c| c.slot).min().unwrap_or(0);
-        let high = cells.iter().map(|c| c.slot).max().unwrap_or(0);
+        let slots = || self.stored().map(|c| c.slot as usize);
+        let low = slots().min().unwrap_or(0);
+        let high = slots().max().unwrap_or(0);
         let high = high.max(low + 7).min(LOG2_SLOTS - 1);
         (high.saturating_sub(7).min(low), high)
     }
@@ -224,7 +240,7 @@ impl HeatMap {
 
     /// The largest count of any cell (the legend's top).
     pub fn max_count(&self) -> u64 {
-        self.cells().iter().map(|c| c.count).max().unwrap_or(1)
+        self.stored().map(|c| c.count as u64).max().unwrap_or(1)
     }
 
     /// Draws panel `i` (its caption, axes and cells; "no events yet" when there is none) into
@@ -234,7 +250,7 @@ impl HeatMap {
         area: &DrawingArea<DB, plotters::coord::Shift>,
         i: usize,
     ) -> Result<Vec<Placed>> {
-        let cells: Vec<Cell> = self.cells().into_iter().filter(|c| c.panel == i).collect();
+        let cells = self.panel_cells(i);
         let max = self.max_count();
         let (low, high) = self.rows();
         let rows = high - low + 1;
@@ -319,22 +335,89 @@ impl HeatMap {
     }
 }
 
-/// Writes `svg` to `path` atomically: a temporary file beside it, renamed over it, so that a
-/// browser tab reloading it never sees half a picture.
+/// Writes `svg` to `path` atomically: a new temporary file beside it (named for this process,
+/// never an existing file or link followed), renamed over it, so that a browser tab reloading it
+/// never sees half a picture. Not synced: the tools' own fdatasync every interval showed in the
+/// sync panel of syslat and vfslat, and a rename is atomic without it.
 pub fn write_atomically(path: &Path, svg: &str) -> Result<()> {
     let tmp = temporary_beside(path);
-    let mut f =
-        fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
-    f.write_all(svg.as_bytes())
-        .and_then(|_| f.sync_data())
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))
+    let written = create_new(&tmp).and_then(|mut f| f.write_all(svg.as_bytes()));
+    let renamed = written.and_then(|_| fs::rename(&tmp, path));
+    if renamed.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    renamed.with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn create_new(path: &Path) -> std::io::Result<fs::File> {
+    // A temporary file left by a process of this pid that died: ours to replace.
+    let _ = fs::remove_file(path);
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+}
+
+/// Checks a picture's arguments before anything is traced: an interval (a column each) and a
+/// file that can be written (its temporary file is made and removed). The errors say what to do.
+pub fn check_picture_arg(
+    flag: &str,
+    path: &Path,
+    common: &crate::common::run::cli::CommonArgs,
+) -> Result<()> {
+    if common.explain {
+        return Ok(());
+    }
+    if common.interval.is_none() {
+        return Err(anyhow!(
+            "{flag} draws a column per interval: add one at the end, e.g. `{} 1`",
+            command_line()
+        ));
+    }
+    if path.is_dir() || path.file_name().is_none() {
+        return Err(anyhow!(
+            "{flag} {}: that is a directory: give a file, e.g. {}",
+            path.display(),
+            path.join("picture.svg").display()
+        ));
+    }
+    let tmp = temporary_beside(path);
+    create_new(&tmp).map_err(|e| {
+        anyhow!(
+            "{flag} {}: cannot write there ({e}): choose a path in a writable directory",
+            path.display()
+        )
+    })?;
+    let _ = fs::remove_file(&tmp);
+    Ok(())
+}
+
+/// Says once, in one line, that a picture could not be rewritten (a full disk, a directory
+/// gone): the reports go on, the picture keeps its last good state.
+pub fn warn_unwritten(tool: &str, flag: &str, path: &Path, written: Result<()>) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if let Err(e) = written {
+        if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            eprintln!(
+                "{tool}: {flag} {}: {:#}: the reports go on; free some space or fix the path",
+                path.display(),
+                e
+            );
+        }
+    }
+}
+
+fn temporary_beside(path: &Path) -> PathBuf {
+    let mut name = std::ffi::OsString::from(".");
+    name.push(path.file_name().unwrap_or_default());
+    name.push(format!(".{}.tmp", std::process::id()));
+    path.with_file_name(name)
 }
 
 /// The command line that made a picture (its title): the program's name without its directory,
 /// and its arguments.
 pub fn command_line() -> String {
-    let mut args = std::env::args();
+    let mut args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
     let program = args.next().unwrap_or_default();
     let program = Path::new(&program)
         .file_name()
@@ -345,33 +428,18 @@ pub fn command_line() -> String {
         .join(" ")
 }
 
-/// Checks, before any tracing, that `path` can be written: creates and removes its temporary
-/// file. The error says what to do.
-pub fn check_writable(flag: &str, path: &Path) -> Result<()> {
-    let tmp = temporary_beside(path);
-    fs::File::create(&tmp).map_err(|e| {
-        anyhow!(
-            "{flag} {}: cannot write there ({e}): choose a path in a writable directory",
-            path.display()
-        )
-    })?;
-    let _ = fs::remove_file(&tmp);
-    Ok(())
-}
-
-fn temporary_beside(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
-    path.with_file_name(name)
-}
-
 fn draw_error<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("drawing the heat map: {e:?}")
 }
 
-/// The lower bound of bucket `slot` ([2^slot, 2^(slot+1)) units), as a person reads it: `1us`,
+/// The lower bound of bucket `slot` ([2^slot, 2^(slot+1)) units; 0 for slot 0), as a person
+/// reads it: `0us`, `2us`,
 /// `16ms`, `1.05s`.
 pub fn bucket_bound(slot: usize, unit: Unit) -> String {
+    if slot == 0 {
+        // Slot 0 holds 0 and 1 (a log2 histogram's first bucket).
+        return format!("0{}", unit.short_name());
+    }
     let ns = (1u64 << slot.min(62)) as f64 * unit.ns() as f64;
     let (v, suffix) = match ns {
         ns if ns >= 1e9 => (ns / 1e9, "s"),
@@ -495,7 +563,8 @@ mod tests {
 
     #[test]
     fn bucket_bounds_read_as_times() {
-        assert_eq!(bucket_bound(0, Unit::Usecs), "1us");
+        assert_eq!(bucket_bound(0, Unit::Usecs), "0us");
+        assert_eq!(bucket_bound(1, Unit::Usecs), "2us");
         assert_eq!(bucket_bound(4, Unit::Usecs), "16us");
         assert_eq!(bucket_bound(14, Unit::Usecs), "16.4ms");
         assert_eq!(bucket_bound(4, Unit::Msecs), "16ms");

@@ -84,6 +84,13 @@ pub fn unix_time_ms() -> u128 {
         .unwrap_or(0)
 }
 
+/// What a heat map draws of one report: a column ending at `time`, its histograms in `unit`.
+pub struct Heat {
+    pub time: String,
+    pub unit: Unit,
+    pub histograms: Vec<LabeledHistogram>,
+}
+
 /// A histogram with the labels that identify it (e.g. disk and flags).
 #[derive(Clone)]
 pub struct LabeledHistogram {
@@ -94,6 +101,9 @@ pub struct LabeledHistogram {
 /// One interval's worth of histograms: what a histogram tool's `collect()` returns.
 pub struct HistogramReport {
     pub tool: &'static str,
+    /// When the interval ended (HH:MM:SS): the text's `-T` line, the JSON's `time` and the
+    /// heat map's column label, all one.
+    pub time: String,
     pub unit: Unit,
     /// What the tool counts, for loss notes (`I/O`, `call`).
     pub noun: Noun,
@@ -175,7 +185,7 @@ impl HistogramReport {
     pub fn text(&self, timestamp: bool) -> String {
         let mut s = String::from("\n");
         if timestamp {
-            s.push_str(&format!("{:<8}\n", local_hms()));
+            s.push_str(&format!("{:<8}\n", self.time));
         }
         for (i, h) in self.histograms.iter().enumerate() {
             if i > 0 {
@@ -234,7 +244,7 @@ impl HistogramReport {
             .collect();
         let report = JsonReport {
             tool: self.tool,
-            time: local_hms(),
+            time: self.time.clone(),
             unix_time_ms: unix_time_ms(),
             unit: self.unit.name(),
             histograms,
@@ -273,8 +283,12 @@ impl crate::common::run::Render for HistogramReport {
         }
     }
 
-    fn heat(&self) -> Option<(Unit, Vec<LabeledHistogram>)> {
-        Some((self.unit, self.histograms.clone()))
+    fn heat(&self) -> Option<Heat> {
+        Some(Heat {
+            time: self.time.clone(),
+            unit: self.unit,
+            histograms: self.histograms.clone(),
+        })
     }
 }
 
@@ -296,6 +310,7 @@ mod tests {
     fn report(losses: Vec<(Loss, u64)>) -> HistogramReport {
         HistogramReport {
             tool: "biolat",
+            time: local_hms(),
             unit: Unit::Usecs,
             noun: crate::common::losses::IOS,
             histograms: sample(),

@@ -2,7 +2,7 @@
 
 use clap::{Args, CommandFactory, Parser};
 
-/// `[-T] [-m] [-j] [--explain] [-v] [interval [count]]`
+/// `[-T] [-m] [-j] [--explain] [-v] [--heatmap FILE.svg] [interval [count]]`
 #[derive(Args, Debug, Clone, Default)]
 pub struct CommonArgs {
     /// Print a timestamp (HH:MM:SS) before each report

@@ -48,14 +48,9 @@ pub trait Tool: Sized {
 pub trait Render {
     fn render(&self, timestamp: bool, json: bool) -> String;
 
-    /// The latency histograms a `--heatmap` draws of this report, and their unit; None for a
-    /// report that has none.
-    fn heat(
-        &self,
-    ) -> Option<(
-        crate::common::report::hist::Unit,
-        Vec<crate::common::report::LabeledHistogram>,
-    )> {
+    /// The latency histograms a `--heatmap` draws of this report (a column); None for a report
+    /// that has none.
+    fn heat(&self) -> Option<crate::common::report::Heat> {
         None
     }
 }
@@ -182,15 +177,9 @@ fn report_intervals<T: Tool, R: Render>(
         verbose: common.verbose,
     };
     let mut out = Out::new();
-    // A path that cannot be written is refused before anything is traced.
-    if let (Some(path), false) = (&common.heatmap, common.explain) {
-        if common.interval.is_none() {
-            anyhow::bail!(
-                "--heatmap draws a column per interval: give an interval, e.g. `{name} --heatmap {} 1`",
-                path.display()
-            );
-        }
-        crate::common::report::heatmap::check_writable("--heatmap", path)?;
+    // A picture that cannot be drawn is refused before anything is traced.
+    if let Some(path) = &common.heatmap {
+        crate::common::report::heatmap::check_picture_arg("--heatmap", path, common)?;
     }
     let Some(mut tool) = open::<T>(name, style, &opts, &mut out)? else {
         return Ok(());
@@ -200,15 +189,19 @@ fn report_intervals<T: Tool, R: Render>(
     let mut heatmap: Option<crate::common::report::heatmap::HeatMap> = None;
     run_intervals(&stop, common.interval, common.count, || {
         let report = collect(&mut tool)?;
-        if let (Some(path), Some((unit, histograms))) = (&common.heatmap, report.heat()) {
+        // The report first: a picture that cannot be written (a full disk) loses no report.
+        out.write(&report.render(common.timestamp, common.json))?;
+        if let (Some(path), Some(heat)) = (&common.heatmap, report.heat()) {
+            use crate::common::report::heatmap::{
+                command_line, warn_unwritten, HeatMap, RUN_COLUMNS,
+            };
             let map = heatmap.get_or_insert_with(|| {
-                use crate::common::report::heatmap::{command_line, HeatMap};
-                HeatMap::new(command_line(), unit)
+                HeatMap::new(command_line(), heat.unit).with_max_columns(RUN_COLUMNS)
             });
-            map.push(crate::common::report::local_hms(), &histograms);
-            map.write(path)?;
+            map.push(heat.time, &heat.histograms);
+            warn_unwritten(name, "--heatmap", path, map.write(path));
         }
-        out.write(&report.render(common.timestamp, common.json))
+        Ok(())
     })
 }
 

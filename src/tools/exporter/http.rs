@@ -86,10 +86,12 @@ pub fn serve(
                         .with_header(header("Content-Type", format.content_type())),
                     "/" => Response::from_string(index(
                         &snapshot,
-                        &pictures
+                        pictures
                             .lock()
                             .map(|p| p.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>())
-                            .unwrap_or_default(),
+                            .map_err(|_| {
+                                "the heat maps are not available (their lock is poisoned)"
+                            }),
                     ))
                     .with_header(header("Content-Type", "text/html; charset=utf-8")),
                     _ => Response::from_string("not found: try /metrics\n").with_status_code(404),
@@ -120,7 +122,7 @@ fn html_escape(s: &str) -> String {
 /// `/`: each layer, up or not, with its hooks or the reason; the losses; each family's heat map
 /// of its last intervals, inline SVG (nothing is fetched from elsewhere: it works air-gapped);
 /// a link to /metrics.
-pub fn index(m: &Metrics, pictures: &[HeatMap]) -> String {
+pub fn index(m: &Metrics, pictures: Result<Vec<HeatMap>, &str>) -> String {
     let mut page = String::from(
         "<!DOCTYPE html>\n<html><head><title>iostack-exporter</title></head><body>\n\
          <h1>iostack-exporter</h1>\n<p><a href=\"/metrics\">/metrics</a></p>\n<h2>Layers</h2>\n",
@@ -148,6 +150,13 @@ pub fn index(m: &Metrics, pictures: &[HeatMap]) -> String {
         ));
     }
     page.push_str("</table>\n");
+    let pictures = match pictures {
+        Ok(pictures) => pictures,
+        Err(why) => {
+            page.push_str(&format!("<p>{}</p>\n", html_escape(why)));
+            Vec::new()
+        }
+    };
     if !pictures.is_empty() {
         page.push_str(&format!(
             "<h2>Heat maps (the last {} seconds)</h2>\n",

@@ -8,7 +8,7 @@ use crate::common::cgroup::CgroupOptions;
 use crate::common::kernel::prober::Prober;
 use crate::common::report::heatmap::HeatMap;
 use crate::common::report::hist::Unit;
-use crate::common::report::HistogramReport;
+use crate::common::report::{HistogramReport, LabeledHistogram};
 use crate::common::run::filter::TaskFilter;
 use crate::common::run::{HistogramTool, Tool};
 use crate::tools::biolat::{Biolat, BiolatOptions};
@@ -223,6 +223,8 @@ impl Layers {
     /// Drains every layer into `m`: its histograms added to their series, its losses to the
     /// loss counters; the series of disks that are gone stop.
     pub fn collect_into(&mut self, m: &mut Metrics) -> Result<()> {
+        // This interval's column of each family's heat map.
+        let mut columns: Vec<(Family, Vec<LabeledHistogram>)> = Vec::new();
         for (layer, source) in &mut self.sources {
             // A block source that also stamps the queued start feeds the queue family too: its
             // heat map gets a column every interval, events or not.
@@ -256,30 +258,43 @@ impl Layers {
                     tool.collect()?,
                 ),
             };
-            let time = crate::common::report::local_hms();
-            let mut feeds = vec![(name, help)];
-            if also_queued {
-                feeds.push(QUEUE_FAMILY);
+            // Every family fed gets a column every interval, events or not; a family fed by
+            // several sources (fs: one per filesystem type) one column of all of them.
+            for family in std::iter::once((name, help)).chain(also_queued.then_some(QUEUE_FAMILY)) {
+                if !columns.iter().any(|(f, _)| f.0 == family.0) {
+                    columns.push((family, Vec::new()));
+                }
             }
-            let mut maps = self
-                .heatmaps
-                .lock()
-                .map_err(|_| anyhow::anyhow!("internal: the heat maps' lock is poisoned"))?;
-            for ((family, help), histograms) in by_family(&feeds, &report) {
-                let i = match maps.iter().position(|(f, _)| *f == family) {
-                    Some(i) => i,
-                    None => {
-                        let map = HeatMap::new(format!("{family}: {help}"), UNIT)
-                            .with_max_columns(HEATMAP_COLUMNS);
-                        maps.push((family, map));
-                        maps.len() - 1
-                    }
-                };
-                maps[i].1.push(time.clone(), &histograms);
+            for h in &report.histograms {
+                if let Some((family, labels)) = route(layer.name(), (name, help), h, &self.disks) {
+                    let i = columns
+                        .iter()
+                        .position(|(f, _)| f.0 == family.0)
+                        .unwrap_or(0);
+                    let hist = h.hist.clone();
+                    columns[i].1.push(LabeledHistogram { labels, hist });
+                }
             }
-            drop(maps);
             add_report(m, layer.name(), (name, help), report, &self.disks);
         }
+        let time = crate::common::report::local_hms();
+        let mut maps = self
+            .heatmaps
+            .lock()
+            .map_err(|_| anyhow::anyhow!("internal: the heat maps' lock is poisoned"))?;
+        for ((family, help), histograms) in columns {
+            let i = match maps.iter().position(|(f, _)| *f == family) {
+                Some(i) => i,
+                None => {
+                    let map = HeatMap::new(format!("{family}: {help}"), UNIT)
+                        .with_max_columns(HEATMAP_COLUMNS);
+                    maps.push((family, map));
+                    maps.len() - 1
+                }
+            };
+            maps[i].1.push(time.clone(), &histograms);
+        }
+        drop(maps);
         // A disk that is gone has no /sys/block entry; a detached loop device keeps its
         // entry, with no size. Each disk named by a series is looked up once.
         let named: std::collections::BTreeSet<String> = m
@@ -308,28 +323,6 @@ impl Layers {
 
 /// A metric family: its name and help (the heat map's title).
 type Family = (&'static str, &'static str);
-
-/// A report's histograms by the family they belong to (`feeds`: the report's own family, then
-/// the queue family when its histograms with `start=queued` go there), without the `start`
-/// label; every family fed is listed, events or not, so that each heat map gets a column every
-/// interval.
-fn by_family(
-    feeds: &[Family],
-    report: &HistogramReport,
-) -> Vec<(Family, Vec<crate::common::report::LabeledHistogram>)> {
-    let mut out: Vec<_> = feeds.iter().map(|&f| (f, Vec::new())).collect();
-    for h in &report.histograms {
-        let queued = h.labels.iter().any(|(k, v)| *k == "start" && v == "queued");
-        let into = match out.iter().position(|((f, _), _)| *f == QUEUE_FAMILY.0) {
-            Some(i) if queued => i,
-            _ => 0,
-        };
-        let mut h = h.clone();
-        h.labels.retain(|(k, _)| *k != "start");
-        out[into].1.push(h);
-    }
-    out
-}
 
 fn fnlat_options(
     name: &'static str,
@@ -369,24 +362,35 @@ fn add_report(
     for (loss, n) in &report.losses {
         m.add_lost(layer, loss.name(), *n);
     }
-    for h in report.histograms {
-        let mut labels: Labels = Vec::new();
-        let mut into = family;
-        for (k, v) in h.labels {
-            match (k, layer, v.as_str()) {
-                ("start", _, "queued") => into = QUEUE_FAMILY,
-                ("start", _, _) => {}
-                ("op", "block", op) if !BLOCK_OPS.contains(&op) => labels.push((k, "other".into())),
-                _ => labels.push((k, v)),
-            }
+    for h in &report.histograms {
+        if let Some((into, labels)) = route(layer, family, h, disks) {
+            m.family(into.0, into.1, UNIT).add(labels, &h.hist);
         }
-        let disk = labels
-            .iter()
-            .find(|(k, _)| *k == "disk")
-            .map(|(_, v)| v.clone());
-        if disk.is_some_and(|d| !disks.is_empty() && !disks.contains(&d)) {
-            continue;
-        }
-        m.family(into.0, into.1, UNIT).add(labels, &h.hist);
     }
+}
+
+/// Where a histogram goes, and with which labels, in /metrics and on the page alike: the block
+/// layer's `op` mapped to its fixed list, `start=queued` to the queue family (the `start` label
+/// dropped), a disk outside `-d` (several disks: filtered here) nowhere.
+fn route(
+    layer: &str,
+    family: Family,
+    h: &LabeledHistogram,
+    disks: &[String],
+) -> Option<(Family, Labels)> {
+    let mut labels: Labels = Vec::new();
+    let mut into = family;
+    for (k, v) in &h.labels {
+        match (*k, layer, v.as_str()) {
+            ("start", _, "queued") => into = QUEUE_FAMILY,
+            ("start", _, _) => {}
+            ("op", "block", op) if !BLOCK_OPS.contains(&op) => labels.push((k, "other".into())),
+            _ => labels.push((k, v.clone())),
+        }
+    }
+    let disk = labels.iter().find(|(k, _)| *k == "disk");
+    if disk.is_some_and(|(_, d)| !disks.is_empty() && !disks.contains(d)) {
+        return None;
+    }
+    Some((into, labels))
 }

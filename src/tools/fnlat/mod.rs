@@ -378,6 +378,7 @@ impl HistogramTool for Fnlat {
         histograms.sort_by_key(order);
         Ok(HistogramReport {
             tool: self.opts.name,
+            time: crate::common::report::local_hms(),
             unit: self.opts.unit,
             noun: CALLS,
             histograms,
@@ -524,8 +525,8 @@ impl EventTool for Fnlat {
     }
 }
 
-/// The arguments every function-latency tool shares (the runner adds -T -m -j --explain -v and
-/// `[interval [count]]`).
+/// The arguments every function-latency tool shares (the runner adds -T -m -j --explain -v
+/// --heatmap and `[interval [count]]`).
 #[derive(clap::Args, Debug)]
 pub struct FnlatArgs {
     #[command(flatten)]

@@ -134,14 +134,8 @@ impl IostackOptions {
         path: Option<std::path::PathBuf>,
         common: &crate::common::run::cli::CommonArgs,
     ) -> Result<IostackOptions> {
-        if let (Some(path), false) = (&path, common.explain) {
-            if common.interval.is_none() {
-                return Err(anyhow!(
-                    "--svg draws a column per interval: give an interval, e.g. `iostack --svg {} 1`",
-                    path.display()
-                ));
-            }
-            crate::common::report::heatmap::check_writable("--svg", path)?;
+        if let Some(path) = &path {
+            crate::common::report::heatmap::check_picture_arg("--svg", path, common)?;
         }
         self.svg = path;
         Ok(self)
@@ -599,6 +593,7 @@ impl IntervalTool for Iostack {
         losses.push((Loss::Unseen, accounted.iter().map(|(_, t)| t.unseen).sum()));
         losses.push((Loss::Skipped, self.new_skipped()));
         let report = IostackReport {
+            time: local_hms(),
             unit: self.opts.unit,
             ops,
             missing: self.missing.clone(),
@@ -609,8 +604,9 @@ impl IntervalTool for Iostack {
             accounted,
         };
         if let Some(picture) = &mut self.picture {
-            picture.push(local_hms(), &report);
-            picture.write()?;
+            picture.push(&report);
+            let written = picture.write();
+            crate::common::report::heatmap::warn_unwritten(NAME, "--svg", picture.path(), written);
         }
         Ok(report)
     }

@@ -11,13 +11,14 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use plotters::prelude::*;
 
-use crate::common::report::heatmap::{self, time_at, HeatMap, LEGEND_WIDTH};
+use crate::common::report::heatmap::{self, time_at, HeatMap, LEGEND_WIDTH, RUN_COLUMNS};
 use crate::common::report::hist::Unit;
 use crate::tools::iostack::breakdown::{Breakdown, PARTS, PART_NAMES};
 use crate::tools::iostack::report::IostackReport;
 
-/// The parts' colours, in the order of `PART_NAMES`: the CPU's warm, the I/O's blues (the
-/// device darkest), sleep grey. Distinct from the heat map's yellow-to-red ramp.
+/// The parts' colours, in the order of `PART_NAMES`: the CPU's green and amber, the OS queue
+/// purple, the device dark blue, others' I/O light blue, sleep grey. Distinct from the heat
+/// map's yellow-to-red ramp.
 pub const PART_COLOURS: [RGBColor; PARTS] = [
     RGBColor(77, 175, 74),   // on CPU
     RGBColor(255, 191, 0),   // run queue
@@ -46,19 +47,21 @@ impl BreakdownPicture {
     pub fn new(path: &Path, title: impl Into<String>, unit: Unit) -> BreakdownPicture {
         BreakdownPicture {
             path: path.to_path_buf(),
-            heat: HeatMap::new(title, unit),
+            heat: HeatMap::new(title, unit).with_max_columns(RUN_COLUMNS),
             ops: Vec::new(),
         }
     }
 
-    /// Adds an interval's report as the next column.
-    pub fn push(&mut self, time: String, report: &IostackReport) {
+    /// Adds an interval's report as the next column (keeping the last `RUN_COLUMNS`).
+    pub fn push(&mut self, report: &IostackReport) {
         use crate::common::run::Render as _;
-        let column = self.heat.columns();
-        let calls = report.heat().map(|(_, calls)| calls).unwrap_or_default();
-        self.heat.push(time, &calls);
+        let calls = report.heat().map(|h| h.histograms).unwrap_or_default();
+        self.heat.push(report.time.clone(), &calls);
+        let column = self.heat.columns() - 1;
         for (_, columns) in &mut self.ops {
             columns.push(None);
+            // The heat map dropped its oldest column: so do the shares.
+            columns.drain(..columns.len().saturating_sub(self.heat.columns()));
         }
         for op in &report.ops {
             let i = match self.ops.iter().position(|(name, _)| *name == op.op) {
@@ -109,6 +112,10 @@ impl BreakdownPicture {
             root.present().map_err(draw_error)?;
         }
         Ok(svg)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Writes the picture to its file, atomically.
@@ -199,8 +206,9 @@ mod tests {
     use crate::common::report::hist::LatencyHistogram;
     use crate::tools::iostack::report::{Layer, OpReport};
 
-    fn report(ops: &[(&str, u64, [u64; PARTS], usize)]) -> IostackReport {
+    fn report(time: &str, ops: &[(&str, u64, [u64; PARTS], usize)]) -> IostackReport {
         IostackReport {
+            time: time.to_string(),
             unit: Unit::Usecs,
             ops: ops
                 .iter()
@@ -233,18 +241,18 @@ mod tests {
     fn each_column_stacks_the_shares_of_its_intervals_calls_and_they_add_up_to_all() {
         let mut picture = BreakdownPicture::new(Path::new("/dev/null"), "iostack", Unit::Usecs);
         // 4 reads of 100 ms: 1 ms on CPU, 99 ms in the OS queue.
-        picture.push(
-            "10:00:01".into(),
-            &report(&[("read", 4, [4_000_000, 0, 396_000_000, 0, 0, 0], 16)]),
-        );
+        picture.push(&report(
+            "10:00:01",
+            &[("read", 4, [4_000_000, 0, 396_000_000, 0, 0, 0], 16)],
+        ));
         // Then a write appears, and the reads go to the device.
-        picture.push(
-            "10:00:02".into(),
-            &report(&[
+        picture.push(&report(
+            "10:00:02",
+            &[
                 ("read", 10, [0, 0, 0, 300_000, 0, 0], 4),
                 ("write", 2, [2_000, 2_000, 0, 0, 0, 0], 1),
-            ]),
-        );
+            ],
+        ));
         assert_eq!(picture.shares(0, 0), Some([1.0, 0.0, 99.0, 0.0, 0.0, 0.0]));
         assert_eq!(picture.shares(0, 1), Some([0.0, 0.0, 0.0, 100.0, 0.0, 0.0]));
         assert_eq!(

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use crate::common::block::unseen::{describe_unseen, DiskTally};
 use crate::common::losses::{Loss, CALLS};
 use crate::common::report::hist::{fmt_value, LatencyHistogram, Unit};
-use crate::common::report::{local_hms, unix_time_ms, LabeledHistogram};
+use crate::common::report::{unix_time_ms, Heat, LabeledHistogram};
 use crate::common::run::Render;
 use crate::tools::iostack::breakdown::{legend, Breakdown};
 
@@ -77,6 +77,8 @@ pub struct MissingLayer {
 }
 
 pub struct IostackReport {
+    /// When the interval ended (HH:MM:SS): `-T`, JSON's `time` and the pictures' columns.
+    pub time: String,
     pub unit: Unit,
     pub ops: Vec<OpReport>,
     pub missing: Vec<MissingLayer>,
@@ -98,7 +100,7 @@ impl IostackReport {
         let unit = self.unit.short_name();
         let mut s = String::from("\n");
         if timestamp {
-            s.push_str(&format!("{}\n", local_hms()));
+            s.push_str(&format!("{}\n", self.time));
         }
         if self.ops.is_empty() {
             s.push_str("(no calls)\n");
@@ -216,7 +218,7 @@ impl IostackReport {
             .collect();
         let mut v = json!({
             "tool": "iostack",
-            "time": local_hms(),
+            "time": self.time,
             "unix_time_ms": unix_time_ms(),
             "unit": self.unit.name(),
             "ops": ops,
@@ -274,7 +276,7 @@ impl Render for IostackReport {
     }
 
     /// The calls' latency (their syscall layer), a panel per operation.
-    fn heat(&self) -> Option<(Unit, Vec<LabeledHistogram>)> {
+    fn heat(&self) -> Option<Heat> {
         let calls = self.ops.iter().filter_map(|op| {
             let (_, hist) = op.layers.iter().find(|(l, _)| *l == Layer::Syscall)?;
             Some(LabeledHistogram {
@@ -282,7 +284,11 @@ impl Render for IostackReport {
                 hist: hist.clone(),
             })
         });
-        Some((self.unit, calls.collect()))
+        Some(Heat {
+            time: self.time.clone(),
+            unit: self.unit,
+            histograms: calls.collect(),
+        })
     }
 }
 
