@@ -186,6 +186,14 @@ fn assert_labels_drawn(png: &Screenshot, offset: (i32, i32), panel: &Panel) {
     }
 }
 
+/// A path under target/pictures/ for a tool to draw into, none there yet; and it as an argument.
+fn fresh_artifact(name: &str) -> (std::path::PathBuf, String) {
+    let path = support::browser::artifacts().join(name);
+    let _ = std::fs::remove_file(&path);
+    let arg = path.to_string_lossy().into_owned();
+    (path, arg)
+}
+
 /// The known run, traced by `trace` (given the reader's pid and tid and the throttle once the
 /// reader is in the throttled cgroup, and ready itself before the reads start); the throttle is
 /// lifted as soon as `halfway` returns. Returns what `trace` returned.
@@ -211,9 +219,7 @@ fn a_heat_map_shows_throttled_reads_in_the_100_ms_row_then_free_reads_in_microse
 {
     let _g = serial();
     require_root();
-    let svg_path = support::browser::artifacts().join("syslat-heatmap.svg");
-    let _ = std::fs::remove_file(&svg_path);
-    let svg_arg = svg_path.to_string_lossy().into_owned();
+    let (svg_path, svg_arg) = fresh_artifact("syslat-heatmap.svg");
     let tool = throttled_then_free_reads(
         |_, tid, _| {
             Running::start(
@@ -475,9 +481,7 @@ fn iostacks_picture_stacks_each_intervals_shares_in_their_colours_throttled_read
 {
     let _g = serial();
     require_root();
-    let svg_path = support::browser::artifacts().join("iostack-breakdown.svg");
-    let _ = std::fs::remove_file(&svg_path);
-    let svg_arg = svg_path.to_string_lossy().into_owned();
+    let (svg_path, svg_arg) = fresh_artifact("iostack-breakdown.svg");
     let tool = throttled_then_free_reads(
         |_, tid, _| Running::start("iostack", &["--tid", tid, "-j", "--svg", &svg_arg, "1"]),
         |tool| {
