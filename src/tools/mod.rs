@@ -7,5 +7,6 @@ pub mod exporter;
 pub mod fnlat;
 pub mod fslat;
 pub mod iostack;
+pub mod rastat;
 pub mod syslat;
 pub mod vfslat;

@@ -42,6 +42,26 @@ pub struct DiskFilter {
 }
 
 impl DiskFilter {
+    /// The disk's dev_t and its partitions' (a filesystem's device is the partition it is on).
+    pub fn with_partitions(&self) -> Vec<u32> {
+        let mut devs = vec![self.dev];
+        let dir = Path::new("/sys/block").join(&self.name);
+        if let Ok(entries) = fs::read_dir(&dir) {
+            let mut parts: Vec<u32> = entries
+                .flatten()
+                .filter(|e| e.path().join("partition").exists())
+                .filter_map(|e| {
+                    read_trimmed(e.path().join("dev"))
+                        .as_deref()
+                        .and_then(parse_dev)
+                })
+                .collect();
+            parts.sort_unstable();
+            devs.extend(parts);
+        }
+        devs
+    }
+
     pub fn parse(arg: &str) -> Result<DiskFilter> {
         let name = arg.strip_prefix("/dev/").unwrap_or(arg);
         if name.is_empty() || name.contains('/') || name.starts_with('.') {
