@@ -8,8 +8,8 @@
 //!   fadv-random   the same after POSIX_FADV_RANDOM (readahead off for this file)
 //!   mmap-random   READS pages touched through a shared mapping, at the same offsets
 //!   madv-random   the same after MADV_RANDOM (read-around off for this mapping)
-//!   drop          no reads: POSIX_FADV_DONTNEED on the whole file (its clean pages leave the
-//!                 page cache)
+//!   drop          at once (no `ready`, no signal): POSIX_FADV_DONTNEED on the whole file, so
+//!                 that its clean pages leave the page cache
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -50,6 +50,16 @@ fn main() {
         fail(path, "empty file");
     }
 
+    let fd = file.as_raw_fd();
+    if mode == "drop" {
+        // SAFETY: plain syscall on our open descriptor.
+        let r = unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if r != 0 {
+            fail("posix_fadvise", std::io::Error::from_raw_os_error(r));
+        }
+        return;
+    }
+
     // SAFETY: sigset manipulation on a zeroed sigset_t we own; waits for the signal blocked.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
     unsafe {
@@ -61,7 +71,6 @@ fn main() {
     std::io::stdout().flush().ok();
     unsafe { libc::sigwaitinfo(&set, std::ptr::null_mut()) };
 
-    let fd = file.as_raw_fd();
     let mut read = BTreeSet::new();
     let mut offsets = Offsets(seed.max(1));
     let random_pages = |offsets: &mut Offsets| -> Vec<u64> {
@@ -130,13 +139,6 @@ fn main() {
             std::hint::black_box(sum);
             // SAFETY: the mapping made above.
             unsafe { libc::munmap(map, len) };
-        }
-        "drop" => {
-            // SAFETY: plain syscall on our open descriptor.
-            let r = unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED) };
-            if r != 0 {
-                fail("posix_fadvise", std::io::Error::from_raw_os_error(r));
-            }
         }
         other => fail("mode", format!("unknown mode {other}")),
     }

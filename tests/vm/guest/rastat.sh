@@ -1,0 +1,151 @@
+#!/bin/sh
+# rastat's kernel-matrix checks, exact against the page cache itself: on the fast disk's ext4, a
+# helper (examples/ra_reader) reads a 64 MiB file whose pages were just evicted; rastat, filtered
+# to the helper (-p) and the disk (-d), must count as brought in exactly what util-linux's fincore
+# finds resident, as used what the helper read, and as waste what was evicted unread. Runs under
+# busybox sh (see lib.sh).
+set -u
+. "$(dirname "$0")/lib.sh"
+trap 'tool_cleanup; umount "$IOSTACK_WORK/mnt" 2>/dev/null' EXIT
+
+reader="${IOSTACK_HELPERS:-/iostack/helpers}/ra_reader"
+mnt="$IOSTACK_WORK/mnt"
+fast=${IOSTACK_FAST_DISK:?}
+if [ ! -x "$reader" ]; then
+  fail helper "$reader is missing (built by cargo test / cargo build --examples)"
+  exit 0
+fi
+if ! fincore=$(util_linux fincore); then
+  fail helper "util-linux's fincore is missing"
+  exit 0
+fi
+
+# --- explain ------------------------------------------------------------------------------
+
+tool_run explain --explain
+if [ $? -eq 0 ] && grep -q '^loaded and attached: ok' "$(out_of explain)"; then
+  pass explain "--explain loads and attaches"
+else
+  fail explain "$(brief explain)"
+  log_verbose explain_v --explain
+  exit 0
+fi
+for role in window added read fault; do
+  path "$role" "$(awk -v r="$role" '$1 == r { print $2; exit }' "$(out_of explain)")"
+done
+
+if ! mounted "$fast" "$mnt" ext4; then
+  fail sequential "could not mount the fast disk's ext4"
+  exit 0
+fi
+
+# ra_count FILE OBJECT KEY: a count of the top-level OBJECT (pages, windows) of the last report.
+ra_count() {
+  tail -n 1 "$1" | grep -o "\"$2\":{[^}]*}" | head -n 1 | grep -o "\"$3\":[0-9]*" | cut -d: -f2
+}
+# resident FILE: its pages in the page cache, per fincore.
+resident() { "$fincore" -n -o PAGES "$1" | awk '{ print $1 }'; }
+# evict FILE: its clean pages out of the page cache (POSIX_FADV_DONTNEED).
+evict() { "$reader" "$1" drop; }
+# read_pages NAME: the distinct pages the helper of traced_by NAME read.
+read_pages() { awk '$1 == "pages" { print $2 }' "$IOSTACK_WORK/$1.wl"; }
+# counts NAME: the report's totals, for a detail.
+counts() { tail -n 1 "$(out_of "$1")" | grep -o '"windows":{[^}]*},"pages":{[^}]*}'; }
+
+file="$mnt/rastat.data"
+other="$mnt/rastat.other"
+dd if=/dev/urandom of="$file" bs=1M count=64 2>/dev/null
+dd if=/dev/urandom of="$other" bs=1M count=16 2>/dev/null
+sync
+
+# --- a sequential read: every page brought in is used; only the helper's are counted ---------
+evict "$file"
+evict "$other"
+if TRACED_BEFORE='dd if="$other" of=/dev/null bs=1M 2>/dev/null' traced_by "$reader" seq "$file" seq -- -d "$fast"; then
+  brought=$(ra_count "$(out_of seq)" pages brought_in)
+  used=$(ra_count "$(out_of seq)" pages used)
+  wasted=$(ra_count "$(out_of seq)" pages wasted)
+  unused=$(ra_count "$(out_of seq)" pages resident_unused)
+  windows=$(ra_count "$(out_of seq)" windows total)
+  res=$(resident "$file")
+  res_other=$(resident "$other")
+  if [ "$brought" = "$res" ] && [ "$res" = 16384 ] && [ "$used" = "$brought" ] && [ "$wasted" = 0 ] &&
+    [ "$unused" = 0 ] && [ "${windows:-0}" -gt 0 ] && [ "$res_other" = 4096 ]; then
+    pass sequential "64 MiB read: brought in $brought = fincore $res, used $used, waste 0, $windows windows; dd's 4096 pages of another file not counted"
+  else
+    fail sequential "want brought in = fincore = 16384 = used, waste 0, unused 0, the other file's 4096 pages resident and not counted; got $(counts seq), fincore $res (other $res_other)"
+  fi
+fi
+
+# --- 4 KiB random reads: the pages never read are what readahead brought in unused, then waste -
+evict "$file"
+"$reader" "$file" random 500 7 >"$IOSTACK_WORK/rnd.wl" &
+w=$!
+wait_for_line 10 '^ready' "$IOSTACK_WORK/rnd.wl"
+if tool_start rnd -j -p "$w" -d "$fast" --per-file; then
+  kill -USR1 "$w"
+  wait "$w"
+  res=$(resident "$file")
+  got=$(read_pages rnd)
+  evict "$file"
+  tool_stop rnd
+  brought=$(ra_count "$(out_of rnd)" pages brought_in)
+  used=$(ra_count "$(out_of rnd)" pages used)
+  wasted=$(ra_count "$(out_of rnd)" pages wasted)
+  unused=$(ra_count "$(out_of rnd)" pages resident_unused)
+  never=$((res - got))
+  if [ "$((brought - used))" = "$never" ] && [ "$wasted" = "$never" ] && [ "$wasted" -gt 0 ] && [ "$unused" = 0 ]; then
+    pass random "500 random 4 KiB reads of $got pages, $res resident: brought in $brought - used $used = $never resident never read = waste after eviction"
+  else
+    fail random "want brought in - used = waste = fincore $res - $got pages read = $never > 0; got $(counts rnd)"
+  fi
+  named=$(tail -n 1 "$(out_of rnd)" | grep -o '"files":\[{"path":"[^"]*"' | cut -d'"' -f6)
+  check_eq per-file "$named" "$file" "--per-file names the file of most waste"
+else
+  kill -KILL "$w" 2>/dev/null
+  fail random "$(brief rnd)"
+fi
+
+# --- hints that turn readahead off: no window -------------------------------------------------
+for mode in fadv-random madv-random; do
+  evict "$file"
+  if traced_by "$reader" "$mode" "$file" "$mode" 300 3 -- -d "$fast"; then
+    windows=$(ra_count "$(out_of "$mode")" windows total)
+    brought=$(ra_count "$(out_of "$mode")" pages brought_in)
+    res=$(resident "$file")
+    if [ "$windows" = 0 ] && [ "$brought" = 0 ] && [ "$res" -gt 0 ]; then
+      pass "$mode" "$(read_pages "$mode") pages read ($res resident): no window, nothing brought in by readahead"
+    else
+      fail "$mode" "want no window and nothing brought in; got $(counts "$mode"), fincore $res"
+    fi
+  fi
+done
+
+# --- mmap: the fault's read-around brings pages in, each page touched is used ----------------
+evict "$file"
+if traced_by "$reader" mmap "$file" mmap-random 300 5 -- -d "$fast"; then
+  around=$(ra_count "$(out_of mmap)" windows around)
+  brought=$(ra_count "$(out_of mmap)" pages brought_in)
+  used=$(ra_count "$(out_of mmap)" pages used)
+  res=$(resident "$file")
+  got=$(read_pages mmap)
+  if [ "${around:-0}" -gt 0 ] && [ "$brought" = "$res" ] && [ "$used" -ge "$got" ] && [ "$used" -le "$brought" ]; then
+    pass mmap "$got pages touched: $around read-around windows brought in $brought = fincore $res, used $used"
+  else
+    fail mmap "want read-around windows, brought in = fincore $res, used >= $got touched; got $(counts mmap)"
+  fi
+fi
+
+rm -f "$file" "$other"
+umount "$mnt"
+
+# --- bad input ----------------------------------------------------------------------------
+tool_run baddisk -d nosuchdisk
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$(wc -l <"$(err_of baddisk)")" -eq 1 ] && grep -q "unknown disk 'nosuchdisk'" "$(err_of baddisk)"; then
+  pass bad-disk "$(cat "$(err_of baddisk)")"
+else
+  fail bad-disk "exit $rc: $(brief baddisk)"
+fi
+
+check_privileges
