@@ -435,3 +435,55 @@ fn a_plan_naming_a_program_the_object_lacks_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn rastat_plans_the_hooks_the_matrix_attached_on_every_kernel() {
+    use iostack::tools::rastat::plan::plan;
+    let mut wrong = Vec::new();
+    for k in kernels() {
+        let p = plan(&prober(&k)).unwrap_or_else(|e| panic!("{}: {e:#}", k.name));
+        let rows: [(&str, [&str; 4]); 5] = [
+            (
+                "window",
+                [
+                    "fentry/page_cache_ra_unbounded",
+                    "fentry/page_cache_ra_unbounded",
+                    "fentry/page_cache_ra_unbounded",
+                    "tp_btf/page_cache_ra_unbounded",
+                ],
+            ),
+            ("added", ["tp_btf/mm_filemap_add_to_page_cache"; 4]),
+            (
+                "read",
+                [
+                    "fentry/mark_page_accessed",
+                    "fentry/folio_mark_accessed",
+                    "fentry/folio_mark_accessed",
+                    "tp_btf/mm_filemap_get_pages",
+                ],
+            ),
+            ("read start", ["none", "none", "none", "tp_btf/sys_enter"]),
+            (
+                "fault",
+                [
+                    "fentry/filemap_fault",
+                    "fentry/filemap_fault",
+                    "tp_btf/mm_filemap_fault",
+                    "tp_btf/mm_filemap_fault",
+                ],
+            ),
+        ];
+        for (name, want) in rows {
+            wrong.extend(row(name, k.name, role(&p.plan, name), want));
+        }
+        // 5.10's page_cache_sync_ra(ractl, ra, req_count); later (ractl, req_count).
+        let want_arg = if k.name == "5.10" { 2 } else { 1 };
+        if k.name != "host" && p.sync_req_arg != want_arg {
+            wrong.push(format!(
+                "{}: req_count is argument {}, want {want_arg}",
+                k.name, p.sync_req_arg
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -13,6 +13,20 @@ use iostack::tools::rastat::{Rastat, RastatOptions, NAME};
 const ABOUT: &str =
     "Show whether readahead helps or wastes: windows, pages brought in, used, evicted unused";
 
+const LONG_ABOUT: &str = "Show whether readahead helps or wastes.
+
+A readahead window is a read of more pages than asked, started by the kernel: sync when a read \
+missed the page cache, async when a read reached the lookahead mark of the last window, around \
+when a page fault read the pages around it (mmap), hint when the application asked \
+(POSIX_FADV_WILLNEED, MADV_WILLNEED, readahead(2)). A read of only the pages asked for \
+(POSIX_FADV_RANDOM, MADV_RANDOM, a small random read) is not a window.
+
+Each page a window adds to the page cache is brought in. It is used when a read copies it or a \
+fault maps it (fault-around included); its age at first use is histogrammed. A page evicted \
+never used is waste; resident unused are the pages brought in and still waiting, at the end of \
+each interval. Large folios count as the pages they hold. Per process: the process whose window \
+brought the pages in.";
+
 const EXAMPLES: &str = "Examples:
   rastat                 readahead windows and pages brought in, used and wasted, at Ctrl-C
   rastat 5 3             every 5 seconds, three times
@@ -41,7 +55,8 @@ struct RastatArgs {
 }
 
 fn main() -> ExitCode {
-    let command = cli::histogram_command::<RastatArgs>(NAME, ABOUT, EXAMPLES);
+    let command =
+        cli::histogram_command::<RastatArgs>(NAME, ABOUT, EXAMPLES).long_about(LONG_ABOUT);
     let cli: cli::HistogramCommand<RastatArgs> = cli::parse_command(NAME, command);
     error::run_main(NAME, || {
         let (a, common) = (&cli.tool, &cli.common);

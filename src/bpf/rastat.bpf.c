@@ -252,14 +252,24 @@ __noinline int record_age(__u32 use, __u64 age)
 	return 0;
 }
 
+/* A chunk's pages n from lo, and the kind of use, in one scalar: global functions take at
+ * most five arguments, all scalars. */
+#define RA_SPAN(lo, n, use) ((__u32)(lo) | (__u32)(n) << 8 | (__u32)(use) << 16)
+
 /* The first use of n pages of a chunk from page lo: each page's age at its first use. Used
  * itself is counted from the states (exactly, in user space); the histogram counts first uses,
- * so a page two threads first used at once shows as one count too many there. */
-static __always_inline void use_pages(struct ra_chunk *ch, __u32 lo, __u32 n, enum ra_use use,
-				      __u64 now)
+ * so a page two threads first used at once shows as one count too many there. A global
+ * function, checked once by the verifier: inlined into the loops over chunks, its loop over
+ * pages made 6.12's verifier walk more than a million instructions. */
+__noinline int use_chunk_pages(__u64 mapping, __u64 chunk, __u32 span)
 {
-	__u32 p;
+	struct ra_chunk_key key = { .mapping = mapping, .chunk = chunk };
+	__u32 lo = span & 0xff, n = (span >> 8) & 0xff, use = span >> 16, p;
+	struct ra_chunk *ch = bpf_map_lookup_elem(&chunks, &key);
+	__u64 now = 0;
 
+	if (!ch)
+		return 0;
 	for (__u32 j = 0; j < RA_CHUNK_PAGES; j++) {
 		if (j >= n)
 			break;
@@ -267,8 +277,12 @@ static __always_inline void use_pages(struct ra_chunk *ch, __u32 lo, __u32 n, en
 		if (ch->state[p] != RA_BROUGHT)
 			continue;
 		ch->state[p] = RA_USED;
+		/* The clock only for a first use: most uses are of pages long used, or untracked. */
+		if (!now)
+			now = bpf_ktime_get_ns();
 		record_age(use, now > ch->birth[p] ? now - ch->birth[p] : 0);
 	}
+	return 0;
 }
 
 /* Pages [first, last] of mapping, in chunk number i of the range: where they start in the
@@ -287,24 +301,18 @@ struct use_range {
 	__u64 mapping;
 	__u64 first;
 	__u64 last;
-	__u64 now;
 	__u32 use;
 };
 
 static long use_chunk(__u64 i, struct use_range *r)
 {
-	struct ra_chunk_key key = { .mapping = r->mapping, .chunk = (r->first >> RA_CHUNK_SHIFT) + i };
-	struct ra_chunk *ch;
-
-	if (key.chunk > r->last >> RA_CHUNK_SHIFT)
-		return 1;
+	__u64 chunk = (r->first >> RA_CHUNK_SHIFT) + i;
 	__u32 lo, n;
 
-	ch = bpf_map_lookup_elem(&chunks, &key);
-	if (ch) {
-		n = chunk_span(r->first, r->last, key.chunk, &lo);
-		use_pages(ch, lo, n, r->use, r->now);
-	}
+	if (chunk > r->last >> RA_CHUNK_SHIFT)
+		return 1;
+	n = chunk_span(r->first, r->last, chunk, &lo);
+	use_chunk_pages(r->mapping, chunk, RA_SPAN(lo, n, r->use));
 	return 0;
 }
 
@@ -315,7 +323,6 @@ static __always_inline void on_use_range(__u64 mapping, __u64 first, __u64 last,
 		.mapping = mapping,
 		.first = first,
 		.last = last,
-		.now = bpf_ktime_get_ns(),
 		.use = use,
 	};
 
@@ -328,10 +335,7 @@ static __always_inline void on_use_range(__u64 mapping, __u64 first, __u64 last,
  * most fault_around_bytes, 64 KiB by default: 2 chunks) or one folio (at most 16 chunks). */
 static __always_inline void on_use_small(__u64 mapping, __u64 first, __u64 last, enum ra_use use)
 {
-	struct ra_chunk_key key = { .mapping = mapping };
-	__u64 now = bpf_ktime_get_ns();
-	struct ra_chunk *ch;
-	__u64 nchunks;
+	__u64 nchunks, chunk;
 	__u32 lo, n;
 
 	if (last < first)
@@ -340,12 +344,9 @@ static __always_inline void on_use_small(__u64 mapping, __u64 first, __u64 last,
 	for (__u32 i = 0; i < RA_FOLIO_CHUNKS; i++) {
 		if (i >= nchunks)
 			break;
-		key.chunk = (first >> RA_CHUNK_SHIFT) + i;
-		ch = bpf_map_lookup_elem(&chunks, &key);
-		if (!ch)
-			continue;
-		n = chunk_span(first, last, key.chunk, &lo);
-		use_pages(ch, lo, n, use, now);
+		chunk = (first >> RA_CHUNK_SHIFT) + i;
+		n = chunk_span(first, last, chunk, &lo);
+		use_chunk_pages(mapping, chunk, RA_SPAN(lo, n, use));
 	}
 }
 
@@ -370,6 +371,8 @@ struct folio___old {
 	unsigned char _folio_order;
 } __attribute__((preserve_access_index));
 
+static __always_inline __u32 folio_pages(struct folio *folio);
+
 static __always_inline void folio_span(void *ptr, __u64 *mapping, __u64 *index, __u32 *pages)
 {
 	struct folio *folio = ptr;
@@ -386,6 +389,15 @@ static __always_inline void folio_span(void *ptr, __u64 *mapping, __u64 *index, 
 	}
 	*mapping = (__u64)BPF_CORE_READ(folio, mapping);
 	*index = BPF_CORE_READ(folio, index);
+	*pages = folio_pages(folio);
+}
+
+/* The pages a folio holds. */
+static __always_inline __u32 folio_pages(struct folio *folio)
+{
+	__u64 flags = 0;
+	__u32 order = 0;
+
 	/* flags is the first word of every struct page and folio (6.18 wraps it in a struct). */
 	bpf_probe_read_kernel(&flags, sizeof(flags), folio);
 	if (flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))) {
@@ -394,128 +406,144 @@ static __always_inline void folio_span(void *ptr, __u64 *mapping, __u64 *index, 
 		else
 			order = BPF_CORE_READ(folio, _flags_1) & 0xff;
 	}
-	*pages = 1U << (order & 15);
+	return 1U << (order & 15);
 }
 
-/* A folio was added to the page cache: a readahead page if this thread's window covers it. */
-static __always_inline int on_add(__u64 *args)
+/* Pages n from lo of a chunk were added by a window of the current process. Returns the pages
+ * now tracked: n, or 0 where the chunk map is full. */
+__noinline int bring_in_chunk(__u64 mapping, __u64 chunk, __u32 span, __u64 now)
 {
-	__u64 mapping, index, now, nchunks, fault_page = (__u64)-1;
-	__u32 pages, tgid, lo, n, p;
-	struct ra_chunk_key key;
-	struct ra_counts *c;
-	struct ra_chunk *ch;
-	struct ra_thread *t;
+	struct ra_chunk_key key = { .mapping = mapping, .chunk = chunk };
+	__u32 lo = span & 0xff, n = (span >> 8) & 0xff, p;
+	struct ra_chunk *ch = bpf_map_lookup_elem(&chunks, &key);
 	struct inode *host;
-	__u64 added = 0;
+
+	if (!ch) {
+		bpf_map_update_elem(&chunks, &key, &zero_chunk, BPF_NOEXIST);
+		ch = bpf_map_lookup_elem(&chunks, &key);
+		if (!ch) {
+			__sync_fetch_and_add(&untracked_pages, n);
+			return 0;
+		}
+		host = BPF_CORE_READ((struct address_space *)mapping, host);
+		ch->tgid = bpf_get_current_pid_tgid() >> 32;
+		ch->dev = inode_dev(host);
+		ch->ino = BPF_CORE_READ(host, i_ino);
+	}
+	for (__u32 j = 0; j < RA_CHUNK_PAGES; j++) {
+		if (j >= n)
+			break;
+		p = (lo + j) & (RA_CHUNK_PAGES - 1);
+		ch->birth[p] = now;
+		ch->state[p] = RA_BROUGHT;
+	}
+	return n;
+}
+
+/* A folio was added to the page cache: a readahead page if this thread's window covers it.
+ * Folios are naturally aligned: one of fewer than 32 pages lies in one chunk, a larger one fills
+ * whole chunks. Nothing is counted here: the pages brought in are those the chunks hold and
+ * those evicted since (counted at their delete), so an add costs one chunk update. */
+static __always_inline int on_add(__u64 *args, bool typed)
+{
+	__u64 mapping, index, now, nchunks, chunk, fault_page = (__u64)-1;
+	struct folio *folio = (void *)args[0];
+	struct ra_thread *t;
+	__u32 pages, lo, n;
 
 	t = current_thread(false);
 	if (!t || !t->mapping)
 		return 0;
-	folio_span((void *)args[0], &mapping, &index, &pages);
-	if (mapping != t->mapping || index < t->start || index >= t->end)
+	if (typed && bpf_core_type_exists(struct folio)) {
+		/* Plain loads from the typed folio; the thread's copy of the mapping is a number,
+		 * which the global functions below need. */
+		if ((__u64)folio->mapping != t->mapping)
+			return 0;
+		mapping = t->mapping;
+		index = folio->index;
+		pages = folio_pages(folio);
+	} else {
+		folio_span(folio, &mapping, &index, &pages);
+		if (mapping != t->mapping)
+			return 0;
+	}
+	if (index < t->start || index >= t->end)
 		return 0;
 	if (t->fault_mapping == mapping && t->fault_index >= index && t->fault_index < index + pages) {
 		fault_page = t->fault_index;
 		t->fault_mapping = 0;
 	}
-	host = BPF_CORE_READ((struct address_space *)mapping, host);
-	tgid = bpf_get_current_pid_tgid() >> 32;
 	now = bpf_ktime_get_ns();
-	key.mapping = mapping;
-	/* Folios are naturally aligned: one of fewer than 32 pages lies in one chunk, a larger one
-	 * fills whole chunks. */
 	nchunks = pages > RA_CHUNK_PAGES ? pages >> RA_CHUNK_SHIFT : 1;
 	lo = pages > RA_CHUNK_PAGES ? 0 : index & (RA_CHUNK_PAGES - 1);
 	n = pages > RA_CHUNK_PAGES ? RA_CHUNK_PAGES : pages;
 	for (__u32 i = 0; i < RA_FOLIO_CHUNKS; i++) {
 		if (i >= nchunks)
 			break;
-		key.chunk = (index >> RA_CHUNK_SHIFT) + i;
-		ch = bpf_map_lookup_elem(&chunks, &key);
-		if (!ch) {
-			bpf_map_update_elem(&chunks, &key, &zero_chunk, BPF_NOEXIST);
-			ch = bpf_map_lookup_elem(&chunks, &key);
-			if (!ch) {
-				__sync_fetch_and_add(&untracked_pages, n);
-				continue;
-			}
-			ch->tgid = tgid;
-			ch->dev = inode_dev(host);
-			ch->ino = BPF_CORE_READ(host, i_ino);
-		}
-		for (__u32 j = 0; j < RA_CHUNK_PAGES; j++) {
-			if (j >= n)
-				break;
-			p = (lo + j) & (RA_CHUNK_PAGES - 1);
-			ch->birth[p] = now;
-			ch->state[p] = RA_BROUGHT;
-		}
-		added += n;
-		if (fault_page >> RA_CHUNK_SHIFT == key.chunk)
-			use_pages(ch, fault_page & (RA_CHUNK_PAGES - 1), 1, RA_USE_FAULT_ADD, now);
+		chunk = (index >> RA_CHUNK_SHIFT) + i;
+		bring_in_chunk(mapping, chunk, RA_SPAN(lo, n, 0), now);
+		if (fault_page >> RA_CHUNK_SHIFT == chunk)
+			use_chunk_pages(mapping, chunk,
+					RA_SPAN(fault_page & (RA_CHUNK_PAGES - 1), 1, RA_USE_FAULT_ADD));
 	}
-	if (!added)
-		return 0;
-	__sync_fetch_and_add(&total.brought, added);
-	c = proc_counts(tgid, true);
-	if (c)
-		__sync_fetch_and_add(&c->brought, added);
-	c = file_counts(inode_dev(host), BPF_CORE_READ(host, i_ino), host);
-	if (c)
-		__sync_fetch_and_add(&c->brought, added);
 	return 0;
 }
 
-/* A folio left the page cache: its pages never used are the waste. */
+/* Pages n from lo of a chunk left the page cache: those never used are waste. */
+__noinline int evict_chunk(__u64 mapping, __u64 chunk, __u32 span)
+{
+	struct ra_chunk_key key = { .mapping = mapping, .chunk = chunk };
+	__u32 lo = span & 0xff, n = (span >> 8) & 0xff, p, state;
+	struct ra_chunk *ch = bpf_map_lookup_elem(&chunks, &key);
+	__u64 wasted = 0, used = 0, *words;
+	struct ra_counts *c;
+
+	if (!ch)
+		return 0;
+	for (__u32 j = 0; j < RA_CHUNK_PAGES; j++) {
+		if (j >= n)
+			break;
+		p = (lo + j) & (RA_CHUNK_PAGES - 1);
+		state = ch->state[p];
+		/* RA_BROUGHT is 1, RA_USED 2: no branch per page. */
+		wasted += state & 1;
+		used += state >> 1;
+		ch->state[p] = RA_ABSENT;
+	}
+	if (wasted || used) {
+		__sync_fetch_and_add(&total.wasted, wasted);
+		__sync_fetch_and_add(&total.evicted_used, used);
+		c = proc_counts(ch->tgid, false);
+		if (c) {
+			__sync_fetch_and_add(&c->wasted, wasted);
+			__sync_fetch_and_add(&c->evicted_used, used);
+		}
+		c = file_counts(ch->dev, ch->ino, NULL);
+		if (c) {
+			__sync_fetch_and_add(&c->wasted, wasted);
+			__sync_fetch_and_add(&c->evicted_used, used);
+		}
+	}
+	words = (__u64 *)ch->state;
+	if (!(words[0] | words[1] | words[2] | words[3]))
+		bpf_map_delete_elem(&chunks, &key);
+	return 0;
+}
+
+/* A folio left the page cache. */
 static __always_inline int on_delete(__u64 *args)
 {
-	__u64 mapping, index, nchunks, wasted, used, *words;
-	__u32 pages, lo, n, p, state;
-	struct ra_chunk_key key;
-	struct ra_counts *c;
-	struct ra_chunk *ch;
+	__u64 mapping, index, nchunks;
+	__u32 pages, lo, n;
 
 	folio_span((void *)args[0], &mapping, &index, &pages);
-	key.mapping = mapping;
 	nchunks = pages > RA_CHUNK_PAGES ? pages >> RA_CHUNK_SHIFT : 1;
 	lo = pages > RA_CHUNK_PAGES ? 0 : index & (RA_CHUNK_PAGES - 1);
 	n = pages > RA_CHUNK_PAGES ? RA_CHUNK_PAGES : pages;
 	for (__u32 i = 0; i < RA_FOLIO_CHUNKS; i++) {
 		if (i >= nchunks)
 			break;
-		key.chunk = (index >> RA_CHUNK_SHIFT) + i;
-		ch = bpf_map_lookup_elem(&chunks, &key);
-		if (!ch)
-			continue;
-		wasted = used = 0;
-		for (__u32 j = 0; j < RA_CHUNK_PAGES; j++) {
-			if (j >= n)
-				break;
-			p = (lo + j) & (RA_CHUNK_PAGES - 1);
-			state = ch->state[p];
-			/* RA_BROUGHT is 1, RA_USED 2: no branch per page. */
-			wasted += state & 1;
-			used += state >> 1;
-			ch->state[p] = RA_ABSENT;
-		}
-		if (wasted || used) {
-			__sync_fetch_and_add(&total.wasted, wasted);
-			__sync_fetch_and_add(&total.evicted_used, used);
-			c = proc_counts(ch->tgid, false);
-			if (c) {
-				__sync_fetch_and_add(&c->wasted, wasted);
-				__sync_fetch_and_add(&c->evicted_used, used);
-			}
-			c = file_counts(ch->dev, ch->ino, NULL);
-			if (c) {
-				__sync_fetch_and_add(&c->wasted, wasted);
-				__sync_fetch_and_add(&c->evicted_used, used);
-			}
-		}
-		words = (__u64 *)ch->state;
-		if (!(words[0] | words[1] | words[2] | words[3]))
-			bpf_map_delete_elem(&chunks, &key);
+		evict_chunk(mapping, (index >> RA_CHUNK_SHIFT) + i, RA_SPAN(lo, n, 0));
 	}
 	return 0;
 }
@@ -623,7 +651,7 @@ FUNC_ENTRY_HOOKS(page_cache_async_ra, fn_async)
 
 static __always_inline int tp_add(__u64 *args, bool typed)
 {
-	return on_add(args);
+	return on_add(args, typed);
 }
 TP_TWINS(mm_filemap_add_to_page_cache, tp_add_page, tp_add)
 
@@ -632,6 +660,16 @@ static __always_inline int tp_delete(__u64 *args, bool typed)
 	return on_delete(args);
 }
 TP_TWINS(mm_filemap_delete_from_page_cache, tp_delete_page, tp_delete)
+
+/* A pointer argument of a tracepoint as a plain number: tp_btf types it, and the global
+ * functions that take it (use_chunk_pages...) accept scalars only. */
+static __always_inline __u64 arg_scalar(__u64 *args, int i)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), &args[i]);
+	return v;
+}
 
 /* ---- uses, 6.12+: mm_filemap_get_pages(mapping, index, last_index), map_pages (the same),
  * fault(mapping, index) ---- */
@@ -644,14 +682,14 @@ TP_TWINS(mm_filemap_delete_from_page_cache, tp_delete_page, tp_delete)
 static __always_inline int tp_get_pages(__u64 *args, bool typed)
 {
 	struct ra_thread *t = current_thread(false);
-	__u64 first = args[1];
+	__u64 mapping = arg_scalar(args, 0), first = args[1];
 
-	if (t && t->read_mapping == args[0]) {
+	if (t && t->read_mapping == mapping) {
 		if (t->read_from < first)
 			first = t->read_from;
 		t->read_from = args[1];
 	}
-	on_use_range(args[0], first, args[2], RA_USE_READ);
+	on_use_range(mapping, first, args[2], RA_USE_READ);
 	return 0;
 }
 TP_TWINS(mm_filemap_get_pages, tp_read_pages, tp_get_pages)
@@ -662,8 +700,8 @@ const volatile __u32 page_shift = 12;
 const volatile __s64 read_calls[RA_READ_CALLS] = { -1, -1, -1, -1, -1 };
 
 /* A read system call begins: where in which file (read, readv: the file position; the p-forms:
- * their offset, -1 for preadv2's "the file position"). Arguments: di, si, dx, r10 (x86_64). */
-static __always_inline int on_read_call(struct pt_regs *regs, long id)
+ * their offset, -1 for preadv2's "the file position"). */
+static __always_inline int on_read_call(long id, __u64 fd, __s64 offset)
 {
 	struct ra_thread *t;
 	struct file *f;
@@ -673,7 +711,7 @@ static __always_inline int on_read_call(struct pt_regs *regs, long id)
 	    id != read_calls[RA_SYS_PREAD64] && id != read_calls[RA_SYS_PREADV] &&
 	    id != read_calls[RA_SYS_PREADV2])
 		return 0;
-	f = fd_file(BPF_CORE_READ(regs, di));
+	f = fd_file(fd);
 	if (!f)
 		return 0;
 	t = current_thread(true);
@@ -681,7 +719,7 @@ static __always_inline int on_read_call(struct pt_regs *regs, long id)
 		return 0;
 	pos = -1;
 	if (id != read_calls[RA_SYS_READ] && id != read_calls[RA_SYS_READV])
-		pos = BPF_CORE_READ(regs, r10);
+		pos = offset;
 	if (pos < 0)
 		pos = BPF_CORE_READ(f, f_pos);
 	t->read_mapping = (__u64)BPF_CORE_READ(f, f_mapping);
@@ -689,28 +727,31 @@ static __always_inline int on_read_call(struct pt_regs *regs, long id)
 	return 0;
 }
 
+/* Every system call's entry, the arguments in di, si, dx, r10 (x86_64). */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(read_call_btf, struct pt_regs *regs, long id)
 {
-	return on_read_call(regs, id);
+	return on_read_call(id, BPF_CORE_READ(regs, di), BPF_CORE_READ(regs, r10));
 }
 
 SEC("raw_tp/sys_enter")
 int read_call_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	return on_read_call((struct pt_regs *)ctx->args[0], ctx->args[1]);
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+
+	return on_read_call(ctx->args[1], BPF_CORE_READ(regs, di), BPF_CORE_READ(regs, r10));
 }
 
 static __always_inline int tp_map_pages(__u64 *args, bool typed)
 {
-	on_use_range(args[0], args[1], args[2], RA_USE_AROUND);
+	on_use_range(arg_scalar(args, 0), args[1], args[2], RA_USE_AROUND);
 	return 0;
 }
 TP_TWINS(mm_filemap_map_pages, tp_mapped_pages, tp_map_pages)
 
 static __always_inline int tp_fault(__u64 *args, bool typed)
 {
-	on_fault(args[0], args[1]);
+	on_fault(arg_scalar(args, 0), args[1]);
 	return 0;
 }
 TP_TWINS(mm_filemap_fault, tp_fault_page, tp_fault)
@@ -720,10 +761,19 @@ TP_TWINS(mm_filemap_fault, tp_fault_page, tp_fault)
 /* folio_mark_accessed(folio) (5.16+) and mark_page_accessed(page): a read copied it. */
 static __always_inline int fn_accessed(void *ctx, enum hook_flavour f)
 {
+	struct folio *folio = (void *)hook_arg(ctx, f, 0);
 	__u64 mapping, index;
 	__u32 pages;
 
-	folio_span((void *)hook_arg(ctx, f, 0), &mapping, &index, &pages);
+	if (f == HOOK_FENTRY && bpf_core_type_exists(struct folio)) {
+		/* The index by a plain load from the typed folio; the mapping read as a number,
+		 * which the global functions need. */
+		mapping = (__u64)BPF_CORE_READ(folio, mapping);
+		index = folio->index;
+		pages = folio_pages(folio);
+	} else {
+		folio_span(folio, &mapping, &index, &pages);
+	}
 	on_use_small(mapping, index, index + pages - 1, RA_USE_READ);
 	return 0;
 }

@@ -52,10 +52,11 @@ struct ra_chunk {
 	__u8 state[RA_CHUNK_PAGES];  /* enum ra_page_state; one byte each: no two writers share a word */
 };
 
-/* Cumulative per process (by tgid) and, with --per-file, per file; user space takes differences. */
+/* Cumulative per process (by tgid) and, with --per-file, per file; user space takes differences.
+ * Pages brought in are not counted here: they are the pages the chunks hold (walked by user
+ * space) and those evicted since (wasted + evicted_used). */
 struct ra_counts {
 	__u64 windows[RA_KINDS];
-	__u64 brought;      /* pages added by windows */
 	__u64 wasted;       /* pages evicted never used */
 	__u64 evicted_used; /* pages evicted after use (used = these + the resident used ones) */
 };

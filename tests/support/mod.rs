@@ -123,6 +123,7 @@ pub fn bin(tool: &str) -> String {
         "fslat" => env!("CARGO_BIN_EXE_fslat").to_string(),
         "iostack" => env!("CARGO_BIN_EXE_iostack").to_string(),
         "iostack-exporter" => env!("CARGO_BIN_EXE_iostack-exporter").to_string(),
+        "rastat" => env!("CARGO_BIN_EXE_rastat").to_string(),
         alias => alias_of_fslat(alias),
     }
 }

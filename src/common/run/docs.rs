@@ -22,6 +22,7 @@ const TOOLS: &[&str] = &[
     "syslat",
     "vfslat",
     "fslat",
+    "rastat",
 ];
 
 /// Handles `--generate-man` and `--generate-completion SHELL` as the first argument: prints the

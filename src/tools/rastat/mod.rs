@@ -187,7 +187,6 @@ fn load(
 fn counts_of(c: &types::ra_counts) -> Cumulative {
     Cumulative {
         windows: c.windows,
-        brought: c.brought,
         wasted: c.wasted,
         evicted_used: c.evicted_used,
         first_uses: 0,

@@ -20,7 +20,6 @@ pub const USE_NAMES: [&str; 2] = ["read", "mapped"];
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Cumulative {
     pub windows: [u64; KINDS],
-    pub brought: u64,
     pub wasted: u64,
     pub evicted_used: u64,
     /// First uses recorded (an age each; totals only).
@@ -35,11 +34,16 @@ impl Cumulative {
         self.evicted_used + self.resident_used
     }
 
+    /// Every page brought in so far: each is resident or was evicted, used or not.
+    fn brought(&self) -> u64 {
+        self.resident_used + self.resident_unused + self.wasted + self.evicted_used
+    }
+
     /// One interval's counts, from the cumulative ones at its start.
     pub fn since(&self, last: &Cumulative) -> Counts {
         Counts {
             windows: std::array::from_fn(|k| self.windows[k].wrapping_sub(last.windows[k])),
-            brought: self.brought.wrapping_sub(last.brought),
+            brought: self.brought().wrapping_sub(last.brought()),
             used: self.used().wrapping_sub(last.used()),
             wasted: self.wasted.wrapping_sub(last.wasted),
             resident_unused: self.resident_unused,
@@ -426,7 +430,6 @@ mod tests {
     #[test]
     fn an_interval_counts_pages_used_whether_still_resident_or_evicted_since() {
         let start = Cumulative {
-            brought: 100,
             resident_used: 40,
             resident_unused: 60,
             first_uses: 40,
@@ -434,7 +437,6 @@ mod tests {
         };
         // 20 more used; 30 of the used ones evicted; 10 unused evicted.
         let end = Cumulative {
-            brought: 100,
             evicted_used: 30,
             resident_used: 30,
             wasted: 10,

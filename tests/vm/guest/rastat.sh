@@ -136,6 +136,79 @@ if traced_by "$reader" mmap "$file" mmap-random 300 5 -- -d "$fast"; then
   fi
 fi
 
+# --- beside libbpf-tools' readahead: in-kernel cost per page --------------------------------
+# A benchmark, not a timed test: under TCG absolute times mean little, so the ratio is reported.
+# Both tools trace the same reads at once: a sequential read of the evicted file (every page
+# brought in and read: the cost per page brought in), then a second reader of the cached file
+# (only read: the cost per page read). readahead cannot load on the CI host (no fentry there).
+peer="${IOSTACK_HELPERS:-/iostack/helpers}/readahead"
+if [ ! -x "$peer" ] || [ ! -x "$prog_stats" ]; then
+  na vs-readahead "no readahead (libbpf-tools) or bpf_prog_stats helper in this image"
+elif ! kprobes_possible; then
+  na vs-readahead "libbpf-tools' readahead hooks functions (fentry), which this kernel refuses"
+else
+  evict "$file"
+  echo 1 >/proc/sys/kernel/bpf_stats_enabled
+  "$reader" "$file" seq >"$IOSTACK_WORK/vs.wl" &
+  w=$!
+  "$reader" "$file" seq >"$IOSTACK_WORK/vs2.wl" &
+  w2=$!
+  wait_for_line 60 '^ready' "$IOSTACK_WORK/vs.wl" "$IOSTACK_WORK/vs2.wl"
+  prog_ids "$IOSTACK_WORK/vs.ids0"
+  "$peer" >"$IOSTACK_WORK/vs.peer" 2>&1 &
+  ppid=$!
+  wait_new_progs "$IOSTACK_WORK/vs.ids0" "$IOSTACK_WORK/vs.ids1"
+  if ! pid_alive "$ppid"; then
+    # Its own refusal (6.1 and 6.12: "failed to set attach target for do_page_cache_ra").
+    kill -KILL "$w" "$w2" 2>/dev/null
+    echo 0 >/proc/sys/kernel/bpf_stats_enabled
+    na vs-readahead "libbpf-tools' readahead does not run on this kernel: $(head -n 1 "$IOSTACK_WORK/vs.peer")"
+  elif tool_start vs -j -p "$w" -d "$fast"; then
+    prog_ids "$IOSTACK_WORK/vs.ids2"
+    "$prog_stats" >"$IOSTACK_WORK/vs.t0"
+    kill -USR1 "$w"
+    wait "$w"
+    "$prog_stats" >"$IOSTACK_WORK/vs.t1"
+    kill -USR1 "$w2"
+    wait "$w2"
+    "$prog_stats" >"$IOSTACK_WORK/vs.t2"
+    tool_stop vs
+    kill -INT "$ppid"
+    wait "$ppid"
+    echo 0 >/proc/sys/kernel/bpf_stats_enabled
+    new_ids "$IOSTACK_WORK/vs.ids0" "$IOSTACK_WORK/vs.ids1" >"$IOSTACK_WORK/vs.peer.ids"
+    new_ids "$IOSTACK_WORK/vs.ids1" "$IOSTACK_WORK/vs.ids2" >"$IOSTACK_WORK/vs.ours.ids"
+    pages=$(resident "$file")
+    ours_in=$(run_time "$IOSTACK_WORK/vs.ours.ids" "$IOSTACK_WORK/vs.t0" "$IOSTACK_WORK/vs.t1")
+    peer_in=$(run_time "$IOSTACK_WORK/vs.peer.ids" "$IOSTACK_WORK/vs.t0" "$IOSTACK_WORK/vs.t1")
+    ours_rd=$(run_time "$IOSTACK_WORK/vs.ours.ids" "$IOSTACK_WORK/vs.t1" "$IOSTACK_WORK/vs.t2")
+    peer_rd=$(run_time "$IOSTACK_WORK/vs.peer.ids" "$IOSTACK_WORK/vs.t1" "$IOSTACK_WORK/vs.t2")
+    ratio_in=$(awk -v a="$ours_in" -v b="$peer_in" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }')
+    ratio_rd=$(awk -v a="$ours_rd" -v b="$peer_rd" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }')
+    peer_counts=$(grep -i 'pages' "$IOSTACK_WORK/vs.peer" | head -n 1 | tr -s ' ')
+    brought=$(ra_count "$(out_of vs)" pages brought_in)
+    used=$(ra_count "$(out_of vs)" pages used)
+    progs="$(wc -l <"$IOSTACK_WORK/vs.ours.ids") and $(wc -l <"$IOSTACK_WORK/vs.peer.ids") programs"
+    # Ours, program by program (ns per page, brought in and read): where the cost is.
+    each=$(awk -v n="$pages" 'FILENAME == ARGV[1] { want[$1] = 1; next }
+      FILENAME == ARGV[2] { if ($1 in want) t0[$1] = $2; next }
+      ($1 in want) && $2 - t0[$1] > 0 { printf "%s %d, ", $5, ($2 - t0[$1]) / n }' \
+      "$IOSTACK_WORK/vs.ours.ids" "$IOSTACK_WORK/vs.t0" "$IOSTACK_WORK/vs.t1")
+    detail="64 MiB, $pages pages: brought in and read: rastat $((ours_in / pages)) ns/page, readahead $((peer_in / pages)) ns/page, ratio $ratio_in; read again: rastat $((ours_rd / pages)) ns/page, readahead $((peer_rd / pages)) ns/page, ratio $ratio_rd ($progs; TCG; rastat's: ${each%, }); rastat: brought in $brought, used $used; readahead: $peer_counts"
+    if [ "$brought" != "$pages" ] || [ "$used" != "$pages" ]; then
+      fail vs-readahead "rastat must count exactly: $detail"
+    elif [ "$ratio_in" = "?" ] || [ "$ours_in" -le 0 ]; then
+      fail vs-readahead "the run time of both tools' programs must be measured: $detail"
+    else
+      pass vs-readahead "$detail"
+    fi
+  else
+    kill -KILL "$w" "$w2" "$ppid" 2>/dev/null
+    echo 0 >/proc/sys/kernel/bpf_stats_enabled
+    fail vs-readahead "the peer or rastat did not start: $(head -c 300 "$IOSTACK_WORK/vs.peer") $(brief vs)"
+  fi
+fi
+
 rm -f "$file" "$other"
 umount "$mnt"
 
