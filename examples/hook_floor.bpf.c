@@ -4,7 +4,9 @@
  * syslat), tp_btf on sched_switch, sched_waking and sched_wakeup (iostack-switch-cost, against
  * iostack's scheduler hooks and offcputime), tp_btf on block_bio_queue and block_rq_complete
  * (biolat-cost: one program at completion, plus one where a bio is submitted for a submitter's
- * cgroup). examples/hook_floor.rs loads the set asked for. */
+ * cgroup), tp_btf on mm_filemap_add_to_page_cache and fentry on folio_mark_accessed (rastat's
+ * kernel-matrix comparison with libbpf-tools' readahead). examples/hook_floor.rs loads the set
+ * asked for. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
@@ -46,6 +48,20 @@ int floor_bio_queue(void *ctx)
 
 SEC("tp_btf/block_rq_complete")
 int floor_rq_complete(void *ctx)
+{
+	return 0;
+}
+
+/* rastat's two programs per page read ahead and read: one where the page is added to the page
+ * cache, one where a read marks it accessed (retargeted to mark_page_accessed before 5.16). */
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int floor_page_added(void *ctx)
+{
+	return 0;
+}
+
+SEC("fentry/folio_mark_accessed")
+int floor_page_accessed(void *ctx)
 {
 	return 0;
 }

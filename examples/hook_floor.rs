@@ -1,14 +1,17 @@
 //! Holds empty BPF programs until SIGINT/SIGTERM: the floors the cost benchmarks compare
 //! against (benches/syscall-cost, benches/iostack-switch-cost).
 //!
-//! `hook_floor syscalls|switch|iostack|block|block-submit`
+//! `hook_floor syscalls|switch|iostack|block|block-submit|rastat`
 //! - `syscalls`: raw_tp sys_enter and sys_exit (what any syscall tracer pays);
 //! - `switch`: tp_btf sched_switch (what any tracer of context switches pays: offcputime's one);
 //! - `iostack`: the hooks iostack runs on a switch between tasks it does not trace and their
 //!   syscalls: sched_switch, sched_waking, sched_wakeup, sys_enter, sys_exit;
 //! - `block`: tp_btf block_rq_complete (the one hook of a block latency histogram);
 //! - `block-submit`: block_bio_queue and block_rq_complete (what charging an I/O to the cgroup
-//!   of its submitter needs: a program in the submitter's context, and one at completion).
+//!   of its submitter needs: a program in the submitter's context, and one at completion);
+//! - `rastat`: tp_btf mm_filemap_add_to_page_cache and fentry folio_mark_accessed
+//!   (mark_page_accessed before 5.16): the two programs per page that knowing whether a page
+//!   read ahead is used takes (tests/vm/guest/rastat.sh runs it beside rastat and readahead).
 
 use std::mem::MaybeUninit;
 
@@ -29,9 +32,22 @@ fn main() {
         "iostack" => (true, true, true, false, false),
         "block" => (false, false, false, true, false),
         "block-submit" => (false, false, false, true, true),
+        "rastat" => (false, false, false, false, false),
         other => die(format!(
-            "unknown set '{other}': syscalls, switch, iostack, block or block-submit"
+            "unknown set '{other}': syscalls, switch, iostack, block, block-submit or rastat"
         )),
+    };
+    let pages = set == "rastat";
+    // Before 5.16 a read marks a page, not a folio.
+    let accessed = if pages
+        && !std::fs::read_to_string("/proc/kallsyms")
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.split_whitespace().nth(2) == Some("folio_mark_accessed"))
+    {
+        "mark_page_accessed"
+    } else {
+        "folio_mark_accessed"
     };
     let mut storage = MaybeUninit::uninit();
     let result = skel::HookFloorSkelBuilder::default()
@@ -45,6 +61,12 @@ fn main() {
             p.floor_wakeup.set_autoload(wakeups);
             p.floor_rq_complete.set_autoload(complete);
             p.floor_bio_queue.set_autoload(submit);
+            p.floor_page_added.set_autoload(pages);
+            p.floor_page_accessed.set_autoload(pages);
+            if pages {
+                p.floor_page_accessed
+                    .set_attach_target(0, Some(accessed.to_string()))?;
+            }
             open.load()
         })
         .and_then(|mut skel| skel.attach().map(|_| skel));

@@ -74,6 +74,24 @@ struct {
 } ages SEC(".maps");
 
 const struct ra_chunk zero_chunk;
+
+/* Counts the adds of readahead pages: a chunk this CPU found with nothing to use (untracked, or
+ * every page used) stays so while this has not moved. A sequential re-read then looks up one
+ * chunk in 32 pages, and reads of pages no window brought in look up as few. */
+volatile __u64 brought_gen;
+
+struct ra_idle {
+	__u64 mapping;
+	__u64 chunk;
+	__u64 gen;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ra_idle);
+} idle_chunk SEC(".maps");
 const struct ra_proc zero_proc;
 const struct ra_file zero_file;
 
@@ -264,23 +282,38 @@ __noinline int record_age(__u32 use, __u64 age)
 __noinline int use_chunk_pages(__u64 mapping, __u64 chunk, __u32 span)
 {
 	struct ra_chunk_key key = { .mapping = mapping, .chunk = chunk };
-	__u32 lo = span & 0xff, n = (span >> 8) & 0xff, use = span >> 16, p;
-	struct ra_chunk *ch = bpf_map_lookup_elem(&chunks, &key);
-	__u64 now = 0;
+	__u32 lo = span & 0xff, n = (span >> 8) & 0xff, use = span >> 16, p, zero = 0;
+	__u64 now = 0, gen = brought_gen, *words;
+	struct ra_idle *idle = bpf_map_lookup_elem(&idle_chunk, &zero);
+	struct ra_chunk *ch;
 
-	if (!ch)
+	if (idle && idle->mapping == mapping && idle->chunk == chunk && idle->gen == gen)
 		return 0;
-	for (__u32 j = 0; j < RA_CHUNK_PAGES; j++) {
-		if (j >= n)
-			break;
-		p = (lo + j) & (RA_CHUNK_PAGES - 1);
-		if (ch->state[p] != RA_BROUGHT)
-			continue;
-		ch->state[p] = RA_USED;
-		/* The clock only for a first use: most uses are of pages long used, or untracked. */
-		if (!now)
-			now = bpf_ktime_get_ns();
-		record_age(use, now > ch->birth[p] ? now - ch->birth[p] : 0);
+	ch = bpf_map_lookup_elem(&chunks, &key);
+	if (ch) {
+		for (__u32 j = 0; j < RA_CHUNK_PAGES; j++) {
+			if (j >= n)
+				break;
+			p = (lo + j) & (RA_CHUNK_PAGES - 1);
+			if (ch->state[p] != RA_BROUGHT)
+				continue;
+			ch->state[p] = RA_USED;
+			/* The clock only for a first use: most uses are of pages long used. */
+			if (!now)
+				now = bpf_ktime_get_ns();
+			record_age(use, now > ch->birth[p] ? now - ch->birth[p] : 0);
+		}
+		/* Bit 0 of a state byte is set for RA_BROUGHT alone. */
+		words = (__u64 *)ch->state;
+		if ((words[0] | words[1] | words[2] | words[3]) & 0x0101010101010101ULL)
+			return 0;
+	}
+	/* Nothing left to use here: the next uses of this chunk on this CPU stop above, until a
+	 * page is brought in anywhere. */
+	if (idle) {
+		idle->mapping = mapping;
+		idle->chunk = chunk;
+		idle->gen = gen;
 	}
 	return 0;
 }
@@ -437,6 +470,7 @@ __noinline int bring_in_chunk(__u64 mapping, __u64 chunk, __u32 span, __u64 now)
 		ch->birth[p] = now;
 		ch->state[p] = RA_BROUGHT;
 	}
+	__sync_fetch_and_add(&brought_gen, 1);
 	return n;
 }
 

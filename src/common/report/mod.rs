@@ -275,12 +275,12 @@ impl HistogramReport {
 }
 
 impl crate::common::run::Render for HistogramReport {
-    fn render(&self, timestamp: bool, json: bool) -> String {
-        if json {
-            self.json()
-        } else {
-            self.text(timestamp)
-        }
+    fn text(&self, timestamp: bool) -> String {
+        HistogramReport::text(self, timestamp)
+    }
+
+    fn json(&self) -> String {
+        HistogramReport::json(self)
     }
 
     fn heat(&self) -> Option<Heat> {

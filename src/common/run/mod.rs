@@ -46,7 +46,18 @@ pub trait Tool: Sized {
 
 /// What an interval tool reports: rendered as text (`-T` adds the time) or one JSON object.
 pub trait Render {
-    fn render(&self, timestamp: bool, json: bool) -> String;
+    /// The text report, with the time first if `timestamp`.
+    fn text(&self, timestamp: bool) -> String;
+    /// One JSON object, on one line.
+    fn json(&self) -> String;
+
+    fn render(&self, timestamp: bool, json: bool) -> String {
+        if json {
+            self.json()
+        } else {
+            self.text(timestamp)
+        }
+    }
 
     /// The latency histograms a `--heatmap` draws of this report (a column); None for a report
     /// that has none.

@@ -267,12 +267,12 @@ impl IostackReport {
 }
 
 impl Render for IostackReport {
-    fn render(&self, timestamp: bool, json: bool) -> String {
-        if json {
-            self.json()
-        } else {
-            self.text(timestamp)
-        }
+    fn text(&self, timestamp: bool) -> String {
+        IostackReport::text(self, timestamp)
+    }
+
+    fn json(&self) -> String {
+        IostackReport::json(self)
     }
 
     /// The calls' latency (their syscall layer), a panel per operation.

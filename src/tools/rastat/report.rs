@@ -398,12 +398,12 @@ impl RastatReport {
 }
 
 impl Render for RastatReport {
-    fn render(&self, timestamp: bool, json: bool) -> String {
-        if json {
-            self.json()
-        } else {
-            self.text(timestamp)
-        }
+    fn text(&self, timestamp: bool) -> String {
+        RastatReport::text(self, timestamp)
+    }
+
+    fn json(&self) -> String {
+        RastatReport::json(self)
     }
 
     /// The heat map of the age at first use: how soon readahead pages are used.

@@ -142,8 +142,9 @@ fi
 # brought in and read: the cost per page brought in), then a second reader of the cached file
 # (only read: the cost per page read). readahead cannot load on the CI host (no fentry there).
 peer="${IOSTACK_HELPERS:-/iostack/helpers}/readahead"
-if [ ! -x "$peer" ] || [ ! -x "$prog_stats" ]; then
-  na vs-readahead "no readahead (libbpf-tools) or bpf_prog_stats helper in this image"
+floor="${IOSTACK_HELPERS:-/iostack/helpers}/hook_floor"
+if [ ! -x "$peer" ] || [ ! -x "$prog_stats" ] || [ ! -x "$floor" ]; then
+  na vs-readahead "no readahead (libbpf-tools), bpf_prog_stats or hook_floor helper in this image"
 elif ! kprobes_possible; then
   na vs-readahead "libbpf-tools' readahead hooks functions (fentry), which this kernel refuses"
 else
@@ -157,12 +158,32 @@ else
   prog_ids "$IOSTACK_WORK/vs.ids0"
   "$peer" >"$IOSTACK_WORK/vs.peer" 2>&1 &
   ppid=$!
-  wait_new_progs "$IOSTACK_WORK/vs.ids0" "$IOSTACK_WORK/vs.ids1"
+  # Its programs loaded and settled, or its exit (where it refuses), whichever comes first.
+  : >"$IOSTACK_WORK/vs.ids1.prev"
+  i=0
+  while [ $i -lt 120 ] && pid_alive "$ppid"; do
+    sleep 0.5
+    prog_ids "$IOSTACK_WORK/vs.ids1"
+    if ! cmp -s "$IOSTACK_WORK/vs.ids0" "$IOSTACK_WORK/vs.ids1" &&
+      cmp -s "$IOSTACK_WORK/vs.ids1.prev" "$IOSTACK_WORK/vs.ids1"; then
+      break
+    fi
+    cp "$IOSTACK_WORK/vs.ids1" "$IOSTACK_WORK/vs.ids1.prev"
+    i=$((i + 1))
+  done
   if ! pid_alive "$ppid"; then
     # Its own refusal (6.1 and 6.12: "failed to set attach target for do_page_cache_ra").
     kill -KILL "$w" "$w2" 2>/dev/null
     echo 0 >/proc/sys/kernel/bpf_stats_enabled
     na vs-readahead "libbpf-tools' readahead does not run on this kernel: $(head -n 1 "$IOSTACK_WORK/vs.peer")"
+  else
+    # Empty programs on the two hooks per page that any such tool needs (the floor).
+    "$floor" rastat 2>"$IOSTACK_WORK/vs.floor" &
+    fl=$!
+    wait_new_progs "$IOSTACK_WORK/vs.ids1" "$IOSTACK_WORK/vs.ids1b"
+  fi
+  if ! pid_alive "$ppid"; then
+    :
   elif tool_start vs -j -p "$w" -d "$fast"; then
     prog_ids "$IOSTACK_WORK/vs.ids2"
     "$prog_stats" >"$IOSTACK_WORK/vs.t0"
@@ -173,16 +194,20 @@ else
     wait "$w2"
     "$prog_stats" >"$IOSTACK_WORK/vs.t2"
     tool_stop vs
-    kill -INT "$ppid"
-    wait "$ppid"
+    kill -INT "$ppid" "$fl"
+    wait "$ppid" "$fl"
     echo 0 >/proc/sys/kernel/bpf_stats_enabled
     new_ids "$IOSTACK_WORK/vs.ids0" "$IOSTACK_WORK/vs.ids1" >"$IOSTACK_WORK/vs.peer.ids"
-    new_ids "$IOSTACK_WORK/vs.ids1" "$IOSTACK_WORK/vs.ids2" >"$IOSTACK_WORK/vs.ours.ids"
+    new_ids "$IOSTACK_WORK/vs.ids1" "$IOSTACK_WORK/vs.ids1b" >"$IOSTACK_WORK/vs.floor.ids"
+    new_ids "$IOSTACK_WORK/vs.ids1b" "$IOSTACK_WORK/vs.ids2" >"$IOSTACK_WORK/vs.ours.ids"
     pages=$(resident "$file")
     ours_in=$(run_time "$IOSTACK_WORK/vs.ours.ids" "$IOSTACK_WORK/vs.t0" "$IOSTACK_WORK/vs.t1")
     peer_in=$(run_time "$IOSTACK_WORK/vs.peer.ids" "$IOSTACK_WORK/vs.t0" "$IOSTACK_WORK/vs.t1")
     ours_rd=$(run_time "$IOSTACK_WORK/vs.ours.ids" "$IOSTACK_WORK/vs.t1" "$IOSTACK_WORK/vs.t2")
     peer_rd=$(run_time "$IOSTACK_WORK/vs.peer.ids" "$IOSTACK_WORK/vs.t1" "$IOSTACK_WORK/vs.t2")
+    floor_in=$(run_time "$IOSTACK_WORK/vs.floor.ids" "$IOSTACK_WORK/vs.t0" "$IOSTACK_WORK/vs.t1")
+    floor_rd=$(run_time "$IOSTACK_WORK/vs.floor.ids" "$IOSTACK_WORK/vs.t1" "$IOSTACK_WORK/vs.t2")
+    floor_ratio=$(awk -v a="$floor_in" -v b="$peer_in" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }')
     ratio_in=$(awk -v a="$ours_in" -v b="$peer_in" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }')
     ratio_rd=$(awk -v a="$ours_rd" -v b="$peer_rd" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }')
     peer_counts=$(grep -i 'pages' "$IOSTACK_WORK/vs.peer" | head -n 1 | tr -s ' ')
@@ -194,7 +219,7 @@ else
       FILENAME == ARGV[2] { if ($1 in want) t0[$1] = $2; next }
       ($1 in want) && $2 - t0[$1] > 0 { printf "%s %d, ", $5, ($2 - t0[$1]) / n }' \
       "$IOSTACK_WORK/vs.ours.ids" "$IOSTACK_WORK/vs.t0" "$IOSTACK_WORK/vs.t1")
-    detail="64 MiB, $pages pages: brought in and read: rastat $((ours_in / pages)) ns/page, readahead $((peer_in / pages)) ns/page, ratio $ratio_in; read again: rastat $((ours_rd / pages)) ns/page, readahead $((peer_rd / pages)) ns/page, ratio $ratio_rd ($progs; TCG; rastat's: ${each%, }); rastat: brought in $brought, used $used; readahead: $peer_counts"
+    detail="64 MiB, $pages pages: brought in and read: rastat $((ours_in / pages)) ns/page, readahead $((peer_in / pages)) ns/page, ratio $ratio_in, empty programs on an add and an access $((floor_in / pages)) ns/page (floor/readahead $floor_ratio); read again: rastat $((ours_rd / pages)) ns/page, readahead $((peer_rd / pages)) ns/page, ratio $ratio_rd, floor $((floor_rd / pages)) ns/page ($progs; TCG; rastat's: ${each%, }); rastat: brought in $brought, used $used; readahead: $peer_counts"
     if [ "$brought" != "$pages" ] || [ "$used" != "$pages" ]; then
       fail vs-readahead "rastat must count exactly: $detail"
     elif [ "$ratio_in" = "?" ] || [ "$ours_in" -le 0 ]; then
@@ -203,7 +228,7 @@ else
       pass vs-readahead "$detail"
     fi
   else
-    kill -KILL "$w" "$w2" "$ppid" 2>/dev/null
+    kill -KILL "$w" "$w2" "$ppid" "$fl" 2>/dev/null
     echo 0 >/proc/sys/kernel/bpf_stats_enabled
     fail vs-readahead "the peer or rastat did not start: $(head -c 300 "$IOSTACK_WORK/vs.peer") $(brief vs)"
   fi
