@@ -496,6 +496,14 @@ static __always_inline int on_add(__u64 *args, bool typed)
 		mapping = t->mapping;
 		index = folio->index;
 		pages = folio_pages(folio);
+	} else if (typed) {
+		struct page *page = (void *)folio;
+
+		if ((__u64)page->mapping != t->mapping)
+			return 0;
+		mapping = t->mapping;
+		index = page->index;
+		pages = 1;
 	} else {
 		folio_span(folio, &mapping, &index, &pages);
 		if (mapping != t->mapping)
@@ -793,6 +801,17 @@ TP_TWINS(mm_filemap_fault, tp_fault_page, tp_fault)
 /* ---- uses before 6.12: the functions ---- */
 
 /* folio_mark_accessed(folio) (5.16+) and mark_page_accessed(page): a read copied it. */
+/* Whether this CPU last found the chunk of page index of mapping with nothing to use, and no
+ * page was brought in since (see use_chunk_pages): then a use stops here, without a lookup. */
+static __always_inline bool idle_here(void *mapping, __u64 index)
+{
+	__u32 zero = 0;
+	struct ra_idle *idle = bpf_map_lookup_elem(&idle_chunk, &zero);
+
+	return idle && idle->mapping == (__u64)mapping && idle->chunk == index >> RA_CHUNK_SHIFT &&
+	       idle->gen == brought_gen;
+}
+
 static __always_inline int fn_accessed(void *ctx, enum hook_flavour f)
 {
 	struct folio *folio = (void *)hook_arg(ctx, f, 0);
@@ -800,11 +819,21 @@ static __always_inline int fn_accessed(void *ctx, enum hook_flavour f)
 	__u32 pages;
 
 	if (f == HOOK_FENTRY && bpf_core_type_exists(struct folio)) {
-		/* The index by a plain load from the typed folio; the mapping read as a number,
-		 * which the global functions need. */
-		mapping = (__u64)BPF_CORE_READ(folio, mapping);
+		/* Plain loads from the typed folio; the mapping read as a number only past the
+		 * idle check (the global functions take numbers). */
 		index = folio->index;
 		pages = folio_pages(folio);
+		if (pages == 1 && idle_here(folio->mapping, index))
+			return 0;
+		mapping = (__u64)BPF_CORE_READ(folio, mapping);
+	} else if (f == HOOK_FENTRY) {
+		struct page *page = (void *)folio;
+
+		index = page->index;
+		pages = 1;
+		if (idle_here(page->mapping, index))
+			return 0;
+		mapping = (__u64)BPF_CORE_READ(page, mapping);
 	} else {
 		folio_span(folio, &mapping, &index, &pages);
 	}
