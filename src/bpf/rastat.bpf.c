@@ -199,6 +199,8 @@ static __always_inline void on_decision(struct address_space *mapping, __u64 ind
 		count_loss(LOSS_START_FULL);
 		return;
 	}
+	/* A new decision: the thread's last window is over (its pages were added in its call). */
+	t->mapping = 0;
 	t->pend_mapping = (__u64)mapping;
 	t->pend_start = index;
 	t->pend_end = index + req;
@@ -244,11 +246,17 @@ static __always_inline void on_window(struct address_space *mapping, __u64 start
 	t->mapping = (__u64)mapping;
 	t->start = start;
 	t->end = start + size;
+	/* The page a fault waits for is this window's only if the window covers it. */
+	if (t->fault_mapping != (__u64)mapping || t->fault_index < start || t->fault_index >= start + size)
+		t->fault_mapping = 0;
 	kind &= RA_KINDS - 1;
 	__sync_fetch_and_add(&total.windows[kind], 1);
 	c = proc_counts(bpf_get_current_pid_tgid() >> 32, true);
-	if (c)
+	if (c) {
 		__sync_fetch_and_add(&c->windows[kind], 1);
+		/* The process's name now (an exec, or a reused pid, renames it). */
+		bpf_get_current_comm(container_of(c, struct ra_proc, counts)->comm, 16);
+	}
 	c = file_counts(dev, BPF_CORE_READ(host, i_ino), host);
 	if (c)
 		__sync_fetch_and_add(&c->windows[kind], 1);
@@ -393,15 +401,24 @@ static __always_inline void on_fault(__u64 mapping, __u64 index)
 		return;
 	t = current_thread(true);
 	if (t) {
+		/* A new operation: what the thread's last read or fault left is over. */
+		t->mapping = 0;
+		t->pend_mapping = 0;
 		t->fault_mapping = mapping;
 		t->fault_index = index;
 	}
 }
 
-/* A folio's mapping, first index and pages: a struct page before 5.17 (order 0), else a folio
- * whose order is in its second page (_folio_order, 5.17-6.5; the low byte of _flags_1 after). */
+/* A folio's mapping, first index and pages: a struct page before 5.16 (order 0), else a folio
+ * whose order is in its second page (compound_order until 6.0, then _folio_order, then the low
+ * byte of _flags_1). */
 struct folio___old {
 	unsigned char _folio_order;
+} __attribute__((preserve_access_index));
+
+/* 5.16-6.0: a compound page's order in its second page. */
+struct page___old {
+	unsigned char compound_order;
 } __attribute__((preserve_access_index));
 
 static __always_inline __u32 folio_pages(struct folio *folio);
@@ -409,8 +426,6 @@ static __always_inline __u32 folio_pages(struct folio *folio);
 static __always_inline void folio_span(void *ptr, __u64 *mapping, __u64 *index, __u32 *pages)
 {
 	struct folio *folio = ptr;
-	__u64 flags = 0;
-	__u32 order = 0;
 
 	if (!bpf_core_type_exists(struct folio)) {
 		struct page *page = ptr;
@@ -436,8 +451,12 @@ static __always_inline __u32 folio_pages(struct folio *folio)
 	if (flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))) {
 		if (bpf_core_field_exists(((struct folio___old *)0)->_folio_order))
 			order = BPF_CORE_READ((struct folio___old *)folio, _folio_order);
-		else
+		else if (bpf_core_field_exists(folio->_flags_1))
 			order = BPF_CORE_READ(folio, _flags_1) & 0xff;
+		else
+			/* 5.16-6.0: the order is the second page's compound_order. */
+			order = BPF_CORE_READ((struct page___old *)((struct page *)folio + 1),
+					      compound_order);
 	}
 	return 1U << (order & 15);
 }
@@ -537,7 +556,7 @@ __noinline int evict_chunk(__u64 mapping, __u64 chunk, __u32 span)
 	struct ra_chunk_key key = { .mapping = mapping, .chunk = chunk };
 	__u32 lo = span & 0xff, n = (span >> 8) & 0xff, p, state;
 	struct ra_chunk *ch = bpf_map_lookup_elem(&chunks, &key);
-	__u64 wasted = 0, used = 0, *words;
+	__u64 wasted = 0, used = 0;
 	struct ra_counts *c;
 
 	if (!ch)
@@ -566,9 +585,9 @@ __noinline int evict_chunk(__u64 mapping, __u64 chunk, __u32 span)
 			__sync_fetch_and_add(&c->evicted_used, used);
 		}
 	}
-	words = (__u64 *)ch->state;
-	if (!(words[0] | words[1] | words[2] | words[3]))
-		bpf_map_delete_elem(&chunks, &key);
+	/* The chunk stays, empty: deleting it here could free it under another CPU adding a page
+	 * to it (and a preallocated element is reused at once, for another chunk). User space
+	 * removes empty chunks when the map fills (src/tools/rastat/mod.rs). */
 	return 0;
 }
 
@@ -739,7 +758,7 @@ TP_TWINS(mm_filemap_get_pages, tp_read_pages, tp_get_pages)
 /* log2 of the page size, set by user space. */
 const volatile __u32 page_shift = 12;
 /* Syscall numbers of enum ra_read_call, filled by user space. */
-const volatile __s64 read_calls[RA_READ_CALLS] = { -1, -1, -1, -1, -1 };
+const volatile __s64 read_calls[RA_READ_CALLS] = { -1, -1, -1, -1, -1, -1, -1, -1, -1 };
 
 /* A read system call begins: where in which file (read, readv: the file position; the p-forms:
  * their offset, -1 for preadv2's "the file position"). */
@@ -749,6 +768,15 @@ static __always_inline int on_read_call(long id, __u64 fd, __s64 offset)
 	struct file *f;
 	__s64 pos;
 
+	if (id == read_calls[RA_SYS_OTHER_0] || id == read_calls[RA_SYS_OTHER_1] ||
+	    id == read_calls[RA_SYS_OTHER_2] || id == read_calls[RA_SYS_OTHER_3]) {
+		/* sendfile, splice, copy_file_range, io_uring_enter read the page cache too, from
+		 * starts we do not know: the last read call's start must not serve them. */
+		t = current_thread(false);
+		if (t)
+			t->read_mapping = 0;
+		return 0;
+	}
 	if (id != read_calls[RA_SYS_READ] && id != read_calls[RA_SYS_READV] &&
 	    id != read_calls[RA_SYS_PREAD64] && id != read_calls[RA_SYS_PREADV] &&
 	    id != read_calls[RA_SYS_PREADV2])
@@ -759,6 +787,10 @@ static __always_inline int on_read_call(long id, __u64 fd, __s64 offset)
 	t = current_thread(true);
 	if (!t)
 		return 0;
+	/* A new operation: what the thread's last read or fault left is over. */
+	t->mapping = 0;
+	t->pend_mapping = 0;
+	t->fault_mapping = 0;
 	pos = -1;
 	if (id != read_calls[RA_SYS_READ] && id != read_calls[RA_SYS_READV])
 		pos = offset;

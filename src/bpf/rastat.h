@@ -106,7 +106,13 @@ enum ra_read_call {
 	RA_SYS_PREAD64 = 2,
 	RA_SYS_PREADV = 3,
 	RA_SYS_PREADV2 = 4,
-	RA_READ_CALLS = 5,
+	/* Calls that read the page cache from starts rastat does not record: sendfile, splice,
+	 * copy_file_range, io_uring_enter. */
+	RA_SYS_OTHER_0 = 5,
+	RA_SYS_OTHER_1 = 6,
+	RA_SYS_OTHER_2 = 7,
+	RA_SYS_OTHER_3 = 8,
+	RA_READ_CALLS = 9,
 };
 
 #endif

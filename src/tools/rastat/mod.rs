@@ -73,10 +73,14 @@ pub struct Rastat {
     /// First uses recorded so far (the age histograms' counts).
     first_uses: u64,
     page_size: u64,
+    /// The chunk map's size.
+    chunk_entries: u32,
 }
 
-/// Chunks the page map holds: enough for all of memory (a chunk per 32 pages), at most 2^20
-/// (4 GiB of readahead pages resident unused at once... on a 128 GiB machine; 290 MB of map).
+/// Chunks the page map holds: one per 32 pages of memory, between 2^12 and 2^16: a chunk is
+/// about 370 bytes of preallocated kernel memory (a 304-byte value, its key and the hash's own),
+/// so at most 24 MB, for 8 GiB of readahead pages tracked at once; pages beyond are counted as
+/// untracked.
 fn chunk_entries() -> u32 {
     let mem_pages = std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -87,7 +91,7 @@ fn chunk_entries() -> u32 {
         })
         .map(|kb| kb / 4)
         .unwrap_or(1 << 22);
-    (mem_pages / CHUNK_PAGES as u64).clamp(1 << 12, 1 << 20) as u32
+    (mem_pages / CHUNK_PAGES as u64).clamp(1 << 12, 1 << 16) as u32
 }
 
 impl Tool for Rastat {
@@ -120,6 +124,7 @@ impl Tool for Rastat {
             last_losses: [0; 4],
             first_uses: 0,
             page_size: page_size(),
+            chunk_entries: chunk_entries(),
         })
     }
 }
@@ -159,6 +164,10 @@ fn load(
             libc::SYS_pread64,
             libc::SYS_preadv,
             libc::SYS_preadv2,
+            libc::SYS_sendfile,
+            libc::SYS_splice,
+            libc::SYS_copy_file_range,
+            libc::SYS_io_uring_enter,
         ];
         copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
         crate::common::cgroup::fill_task_cgroup_map(
@@ -209,19 +218,38 @@ fn add_pair(to: &mut (u64, u64), used: u64, unused: u64) {
 }
 
 impl Rastat {
+    /// What the chunks hold now. Chunks whose pages have all left the page cache stay in the map
+    /// (the kernel side never deletes one: see evict_chunk); once the map is three quarters
+    /// full they are removed here.
     fn resident(&self) -> Result<Resident> {
         let mut r = Resident::default();
         let chunks = &self.loaded.skel.maps.chunks;
-        for (_, bytes) in chunks.lookup_batch(1024, MapFlags::ANY, MapFlags::ANY)? {
+        let mut empty = Vec::new();
+        let mut held = 0usize;
+        for (key, bytes) in chunks.lookup_batch(1024, MapFlags::ANY, MapFlags::ANY)? {
             let mut ch = types::ra_chunk::default();
             plain::copy_from_bytes(&mut ch, &bytes)
                 .map_err(|e| anyhow!("bad chunk value: {e:?}"))?;
+            held += 1;
             let used = ch.state.iter().filter(|&&s| s == 2).count() as u64;
             let unused = ch.state.iter().filter(|&&s| s == 1).count() as u64;
+            if used + unused == 0 {
+                empty.push(key);
+                continue;
+            }
             add_pair(&mut r.total, used, unused);
             add_pair(r.procs.entry(ch.tgid).or_default(), used, unused);
             if self.opts.per_file.is_some() {
                 add_pair(r.files.entry((ch.dev, ch.ino)).or_default(), used, unused);
+            }
+        }
+        if held * 4 >= self.chunk_entries as usize * 3 {
+            // A page added to one of these chunks in the instant it is removed is lost (and
+            // can land in the chunk that reuses the element): rare, and only with the map
+            // three quarters full.
+            for key in empty {
+                // An error is a chunk gone already.
+                let _ = chunks.delete(&key);
             }
         }
         Ok(r)
@@ -265,7 +293,7 @@ impl IntervalTool for Rastat {
         (now_total.resident_used, now_total.resident_unused) = resident.total;
         now_total.first_uses = self.first_uses;
         let interval: Counts = now_total.since(&self.last_total);
-        self.last_total = now_total;
+        self.last_total = now_total.max(&self.last_total);
 
         let mut window_sizes = [[0u64; 32]; KINDS];
         for k in 0..KINDS {
@@ -287,8 +315,9 @@ impl IntervalTool for Rastat {
             let mut now = counts_of(&p.counts);
             (now.resident_used, now.resident_unused) =
                 resident.procs.get(&tgid).copied().unwrap_or_default();
-            let last = self.last_procs.insert(tgid, now).unwrap_or_default();
+            let last = self.last_procs.get(&tgid).copied().unwrap_or_default();
             let delta = now.since(&last);
+            self.last_procs.insert(tgid, now.max(&last));
             if delta.active() {
                 processes.push(ProcessRow {
                     pid: tgid,

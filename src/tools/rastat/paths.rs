@@ -53,7 +53,7 @@ impl Mounts {
     }
 
     /// The path of a file of device `dev` whose dentry names are `names`, leaf first (empty
-    /// after the last). Where the device is mounted more than once, the mount of its root is
+    /// after the last; all of them full: a deeper path, shown as `.../` and its last ones). Where the device is mounted more than once, the mount of its root is
     /// preferred; a file outside every mount of its device is shown as `[major:minor]/path`.
     pub fn path(&self, dev: u32, names: &[String]) -> String {
         let inner: Vec<&str> = names
@@ -65,6 +65,10 @@ impl Mounts {
             "/{}",
             inner.iter().rev().copied().collect::<Vec<_>>().join("/")
         );
+        // Every slot full: the walk may have stopped short of the filesystem's root.
+        if !inner.is_empty() && inner.len() == names.len() {
+            return format!("...{inside}");
+        }
         let mut best: Option<(usize, &str, &str)> = None;
         for (d, root, point) in &self.0 {
             if *d != dev {
@@ -122,6 +126,13 @@ mod tests {
             m.path((254 << 20) | 1, &names(&["passwd", "etc"])),
             "/etc/passwd"
         );
+    }
+
+    #[test]
+    fn a_path_deeper_than_the_kernel_side_walks_says_so() {
+        let m = Mounts::parse(MOUNTINFO);
+        let deep: Vec<String> = ["f", "e", "d"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(m.path(7 << 20, &deep), ".../d/e/f");
     }
 
     #[test]

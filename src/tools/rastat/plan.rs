@@ -211,9 +211,9 @@ fn add_function(
 }
 
 /// Where each read system call starts, for the filemap read tracepoint: sys_enter, where every
-/// system call of the machine runs the program (231 ns each on the CI host, 2026-11-26; the
-/// read calls' own perf tracepoints would run it for reads only, but attaching them is refused
-/// there: EACCES).
+/// system call of the machine runs the program (231 ns a run on the CI host, 2026-11-26, with a
+/// QEMU beside it); the read calls' own perf tracepoints would run it for reads only, but
+/// attaching them is refused there (EACCES).
 fn plan_read_calls(prober: &Prober, plan: &mut AttachPlan) -> Result<()> {
     let (flavor, how) = raw_tracepoint_flavor(prober, "sys_enter", None)
         .map_err(|e| anyhow::anyhow!("sys_enter cannot be traced here: {e}"))?;

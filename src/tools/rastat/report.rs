@@ -39,19 +39,44 @@ impl Cumulative {
         self.resident_used + self.resident_unused + self.wasted + self.evicted_used
     }
 
-    /// One interval's counts, from the cumulative ones at its start.
+    /// One interval's counts, from the cumulative ones at its start. The chunks are walked after
+    /// the eviction counters are read, so a page evicted between the two is in neither for a
+    /// moment: a total can dip by it, and is then held at its highest (see `max`) rather than
+    /// wrapped.
     pub fn since(&self, last: &Cumulative) -> Counts {
         Counts {
-            windows: std::array::from_fn(|k| self.windows[k].wrapping_sub(last.windows[k])),
-            brought: self.brought().wrapping_sub(last.brought()),
-            used: self.used().wrapping_sub(last.used()),
-            wasted: self.wasted.wrapping_sub(last.wasted),
+            windows: std::array::from_fn(|k| self.windows[k].saturating_sub(last.windows[k])),
+            brought: self.brought().saturating_sub(last.brought()),
+            used: self.used().saturating_sub(last.used()),
+            wasted: self.wasted.saturating_sub(last.wasted),
             resident_unused: self.resident_unused,
             twice: self
                 .first_uses
                 .saturating_sub(self.used())
                 .saturating_sub(last.first_uses.saturating_sub(last.used())),
         }
+    }
+
+    /// What the next interval is counted from: each total at its highest so far.
+    pub fn max(&self, last: &Cumulative) -> Cumulative {
+        let m = |a: u64, b: u64| a.max(b);
+        let (used, brought) = (
+            self.used().max(last.used()),
+            self.brought().max(last.brought()),
+        );
+        let mut c = Cumulative {
+            windows: std::array::from_fn(|k| m(self.windows[k], last.windows[k])),
+            wasted: m(self.wasted, last.wasted),
+            evicted_used: m(self.evicted_used, last.evicted_used),
+            first_uses: m(self.first_uses, last.first_uses),
+            resident_used: self.resident_used,
+            resident_unused: self.resident_unused,
+        };
+        // Hold used and brought at their highest through the resident counts.
+        c.resident_used = used - c.evicted_used.min(used);
+        let unused = brought.saturating_sub(c.resident_used + c.wasted + c.evicted_used);
+        c.resident_unused = unused;
+        c
     }
 }
 
@@ -227,11 +252,11 @@ const LOSS_TEXTS: [(&str, &str); 4] = [
     ),
     (
         "process_full",
-        "processes not counted apart: the process map was full (in the totals only)",
+        "windows of processes the process map had no room for (in the totals only)",
     ),
     (
         "file_full",
-        "files not counted apart: the file map was full (in the totals only)",
+        "windows of files the file map had no room for (in the totals only)",
     ),
 ];
 
@@ -449,6 +474,30 @@ mod tests {
             (c.brought, c.used, c.wasted, c.resident_unused, c.twice),
             (0, 20, 10, 30, 0)
         );
+    }
+
+    #[test]
+    fn a_page_evicted_between_the_counters_and_the_walk_neither_wraps_nor_counts_twice() {
+        let start = Cumulative {
+            resident_used: 10,
+            ..Default::default()
+        };
+        // The eviction came after the counters were read, before the walk: in neither.
+        let dip = Cumulative {
+            resident_used: 9,
+            ..Default::default()
+        };
+        let c = dip.since(&start);
+        assert_eq!((c.brought, c.used), (0, 0));
+        let held = dip.max(&start);
+        // Next interval: the eviction is counted, the page is not used again.
+        let next = Cumulative {
+            resident_used: 9,
+            evicted_used: 1,
+            ..Default::default()
+        };
+        let c = next.since(&held);
+        assert_eq!((c.brought, c.used, c.wasted), (0, 0, 0));
     }
 
     #[test]

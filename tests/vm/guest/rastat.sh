@@ -75,6 +75,8 @@ if TRACED_BEFORE='dd if="$other" of=/dev/null bs=1M 2>/dev/null' traced_by "$rea
   else
     fail sequential "want brought in = fincore = 16384 = used, waste 0, unused 0, the other file's 4096 pages resident and not counted; got $(counts seq), fincore $res (other $res_other)"
   fi
+else
+  fail sequential "$(brief seq)"
 fi
 
 # --- 4 KiB random reads: the pages never read are what readahead brought in unused, then waste -
@@ -118,6 +120,8 @@ for mode in fadv-random madv-random; do
     else
       fail "$mode" "want no window and nothing brought in; got $(counts "$mode"), fincore $res"
     fi
+  else
+    fail "$mode" "$(brief "$mode")"
   fi
 done
 
@@ -134,13 +138,16 @@ if traced_by "$reader" mmap "$file" mmap-random 300 5 -- -d "$fast"; then
   else
     fail mmap "want read-around windows, brought in = fincore $res, used >= $got touched; got $(counts mmap)"
   fi
+else
+  fail mmap "$(brief mmap)"
 fi
 
 # --- beside libbpf-tools' readahead: in-kernel cost per page --------------------------------
 # A benchmark, not a timed test: under TCG absolute times mean little, so the ratio is reported.
 # Both tools trace the same reads at once: a sequential read of the evicted file (every page
 # brought in and read: the cost per page brought in), then a second reader of the cached file
-# (only read: the cost per page read). readahead cannot load on the CI host (no fentry there).
+# (only read: the cost per page read). readahead loads only on 5.10 of the matrix (on 6.1, 6.12
+# and the CI host: "failed to set attach target for do_page_cache_ra").
 peer="${IOSTACK_HELPERS:-/iostack/helpers}/readahead"
 floor="${IOSTACK_HELPERS:-/iostack/helpers}/hook_floor"
 if [ ! -x "$peer" ] || [ ! -x "$prog_stats" ] || [ ! -x "$floor" ]; then
@@ -154,7 +161,8 @@ else
   w=$!
   "$reader" "$file" seq >"$IOSTACK_WORK/vs2.wl" &
   w2=$!
-  wait_for_line 60 '^ready' "$IOSTACK_WORK/vs.wl" "$IOSTACK_WORK/vs2.wl"
+  wait_for_line 60 '^ready' "$IOSTACK_WORK/vs.wl"
+  wait_for_line 60 '^ready' "$IOSTACK_WORK/vs2.wl"
   prog_ids "$IOSTACK_WORK/vs.ids0"
   "$peer" >"$IOSTACK_WORK/vs.peer" 2>&1 &
   ppid=$!
@@ -171,8 +179,10 @@ else
     cp "$IOSTACK_WORK/vs.ids1" "$IOSTACK_WORK/vs.ids1.prev"
     i=$((i + 1))
   done
+  refused=0
   if ! pid_alive "$ppid"; then
     # Its own refusal (6.1 and 6.12: "failed to set attach target for do_page_cache_ra").
+    refused=1
     kill -KILL "$w" "$w2" 2>/dev/null
     echo 0 >/proc/sys/kernel/bpf_stats_enabled
     na vs-readahead "libbpf-tools' readahead does not run on this kernel: $(head -n 1 "$IOSTACK_WORK/vs.peer")"
@@ -182,9 +192,13 @@ else
     fl=$!
     wait_new_progs "$IOSTACK_WORK/vs.ids1" "$IOSTACK_WORK/vs.ids1b"
   fi
-  if ! pid_alive "$ppid"; then
+  if [ "$refused" = 1 ]; then
     :
-  elif tool_start vs -j -p "$w" -d "$fast"; then
+  elif ! pid_alive "$ppid" || ! pid_alive "$fl" || ! tool_start vs -j -p "$w" -d "$fast"; then
+    kill -KILL "$w" "$w2" "$ppid" "$fl" 2>/dev/null
+    echo 0 >/proc/sys/kernel/bpf_stats_enabled
+    fail vs-readahead "the peer, the floor or rastat did not start: $(head -c 300 "$IOSTACK_WORK/vs.peer") $(head -c 300 "$IOSTACK_WORK/vs.floor") $(brief vs)"
+  else
     prog_ids "$IOSTACK_WORK/vs.ids2"
     "$prog_stats" >"$IOSTACK_WORK/vs.t0"
     kill -USR1 "$w"
@@ -201,6 +215,7 @@ else
     new_ids "$IOSTACK_WORK/vs.ids1" "$IOSTACK_WORK/vs.ids1b" >"$IOSTACK_WORK/vs.floor.ids"
     new_ids "$IOSTACK_WORK/vs.ids1b" "$IOSTACK_WORK/vs.ids2" >"$IOSTACK_WORK/vs.ours.ids"
     pages=$(resident "$file")
+    [ "${pages:-0}" -gt 0 ] || pages=1
     ours_in=$(run_time "$IOSTACK_WORK/vs.ours.ids" "$IOSTACK_WORK/vs.t0" "$IOSTACK_WORK/vs.t1")
     peer_in=$(run_time "$IOSTACK_WORK/vs.peer.ids" "$IOSTACK_WORK/vs.t0" "$IOSTACK_WORK/vs.t1")
     ours_rd=$(run_time "$IOSTACK_WORK/vs.ours.ids" "$IOSTACK_WORK/vs.t1" "$IOSTACK_WORK/vs.t2")
@@ -220,17 +235,13 @@ else
       ($1 in want) && $2 - t0[$1] > 0 { printf "%s %d, ", $5, ($2 - t0[$1]) / n }' \
       "$IOSTACK_WORK/vs.ours.ids" "$IOSTACK_WORK/vs.t0" "$IOSTACK_WORK/vs.t1")
     detail="64 MiB, $pages pages: brought in and read: rastat $((ours_in / pages)) ns/page, readahead $((peer_in / pages)) ns/page, ratio $ratio_in, empty programs on an add and an access $((floor_in / pages)) ns/page (floor/readahead $floor_ratio); read again: rastat $((ours_rd / pages)) ns/page, readahead $((peer_rd / pages)) ns/page, ratio $ratio_rd, floor $((floor_rd / pages)) ns/page ($progs; TCG; rastat's: ${each%, }); rastat: brought in $brought, used $used; readahead: $peer_counts"
-    if [ "$brought" != "$pages" ] || [ "$used" != "$pages" ]; then
+    if [ "$brought" != 16384 ] || [ "$used" != 16384 ] || [ "$pages" != 16384 ]; then
       fail vs-readahead "rastat must count exactly: $detail"
-    elif [ "$ratio_in" = "?" ] || [ "$ours_in" -le 0 ]; then
+    elif [ "$ratio_in" = "?" ] || [ "$ratio_rd" = "?" ] || [ "$ours_in" -le 0 ]; then
       fail vs-readahead "the run time of both tools' programs must be measured: $detail"
     else
       pass vs-readahead "$detail"
     fi
-  else
-    kill -KILL "$w" "$w2" "$ppid" "$fl" 2>/dev/null
-    echo 0 >/proc/sys/kernel/bpf_stats_enabled
-    fail vs-readahead "the peer or rastat did not start: $(head -c 300 "$IOSTACK_WORK/vs.peer") $(brief vs)"
   fi
 fi
 
