@@ -23,6 +23,7 @@
 # Serial/stdout markers, one line each (run-matrix parses nothing else):
 #   IOSTACK-CHECK <tool> <check> PASS|FAIL|NA <detail>
 #   IOSTACK-PATH <tool> <key> <value>
+#   IOSTACK-TIME <tool> <check> <milliseconds>   (after each check; <check> "*" is the whole script)
 #   IOSTACK-DONE
 
 : "${IOSTACK_BIN:=/iostack/bin}"
@@ -33,11 +34,16 @@ mkdir -p "$IOSTACK_WORK"
 
 # --- markers ------------------------------------------------------------------------------
 
-# check CHECK STATUS DETAIL...: one marker line; the detail is flattened to one line.
+# check CHECK STATUS DETAIL...: one marker line; the detail is flattened to one line. Then the
+# check's time: what passed since the tool's previous marker (or its script's start), which is
+# what the check itself ran, as a tool's checks run one after another.
 check() {
   _name=$1 _status=$2
   shift 2
   echo "IOSTACK-CHECK $IOSTACK_TOOL $_name $_status $(printf '%s' "$*" | tr '\n\r' '  ')"
+  _now=$(now_ms)
+  echo "IOSTACK-TIME $IOSTACK_TOOL $_name $((_now - _mark_ms))"
+  _mark_ms=$_now
 }
 pass() { _n=$1; shift; check "$_n" PASS "$@"; }
 fail() { _n=$1; shift; check "$_n" FAIL "$@"; }
@@ -61,6 +67,9 @@ log() { echo "iostack: $IOSTACK_TOOL: $*"; }
 now_ms() {
   awk '{ split($1, t, "."); print t[1] * 1000 + substr(t[2] "00", 1, 2) * 10 }' /proc/uptime
 }
+
+# The start of the sourcing script: its first check's time counts from here.
+_mark_ms=$(now_ms)
 
 # disk_ios DISK: reads + writes completed on a whole disk (fields 4 and 8 of /proc/diskstats).
 disk_ios() {

@@ -50,8 +50,10 @@ for script in "$guest_dir"/*.sh; do
   fi
   log "running $script"
   # A hung tool must not eat the VM's whole time budget: the other tools still get checked.
+  t0=$(now_ms)
   IOSTACK_TOOL=$tool timeout "${IOSTACK_TOOL_TIMEOUT:-300}" sh "$script"
   rc=$?
+  echo "IOSTACK-TIME $tool * $(($(now_ms) - t0))"
   [ "$rc" -eq 0 ] || fail script "$script exited with status $rc (timed out if 124/143)"
 done
 
