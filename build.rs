@@ -1,8 +1,14 @@
 //! Compiles every `src/bpf/<tool>.bpf.c` (and the benchmarks' `examples/<name>.bpf.c`) into a
 //! libbpf-rs skeleton `$OUT_DIR/<name>.skel.rs`.
+//!
+//! The objects are independent, so they are compiled side by side, as many at a time as cargo
+//! gives build scripts jobs (NUM_JOBS): one after another, the 13 objects took 16.8 s of every
+//! build on the 2-CPU CI machine (cargo --timings, 2026-11-26), and every CI run builds the
+//! tools four times (lints, tests, the reproducibility check, the distribution build).
 use std::env;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use libbpf_cargo::SkeletonBuilder;
 
@@ -23,24 +29,40 @@ fn main() {
         .collect();
     sources.sort();
 
-    for source in &sources {
-        let file = source.file_name().expect("file name").to_string_lossy();
-        let tool = file.trim_end_matches(".bpf.c");
-        SkeletonBuilder::new()
-            .source(source)
-            .clang_args([
-                "-I",
-                &vmlinux_dir,
-                "-I",
-                "src/bpf",
-                "-Wall",
-                "-Wno-unused-function",
-            ])
-            .build_and_generate(out_dir.join(format!("{tool}.skel.rs")))
-            .unwrap_or_else(|err| panic!("compiling {}: {err:#}", source.display()));
-    }
+    let jobs = env::var("NUM_JOBS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(1)
+        .clamp(1, sources.len().max(1));
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                while let Some(source) = sources.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    build_skeleton(source, &vmlinux_dir, &out_dir);
+                }
+            });
+        }
+    });
     println!("cargo:rerun-if-changed=src/bpf");
     println!("cargo:rerun-if-changed=src/bpf/lib");
     println!("cargo:rerun-if-changed=examples");
     println!("cargo:rerun-if-changed={vmlinux_dir}/vmlinux.h");
+}
+
+fn build_skeleton(source: &Path, vmlinux_dir: &str, out_dir: &Path) {
+    let file = source.file_name().expect("file name").to_string_lossy();
+    let tool = file.trim_end_matches(".bpf.c");
+    SkeletonBuilder::new()
+        .source(source)
+        .clang_args([
+            "-I",
+            vmlinux_dir,
+            "-I",
+            "src/bpf",
+            "-Wall",
+            "-Wno-unused-function",
+        ])
+        .build_and_generate(out_dir.join(format!("{tool}.skel.rs")))
+        .unwrap_or_else(|err| panic!("compiling {}: {err:#}", source.display()));
 }

@@ -407,14 +407,15 @@ pub fn unseen(stdout: &str) -> u64 {
         .sum()
 }
 
-/// A helper from `examples/`, built by `cargo test` beside the test binaries.
+/// A helper from `examples/`, built beside the test binaries by `cargo test` (which builds the
+/// examples when no targets are named) or `cargo build --examples` (scripts/test).
 pub fn example_bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
     let bin = dir.join("examples").join(name);
     assert!(
         bin.exists(),
-        "{} is missing: run `cargo test`, which builds examples",
+        "{} is missing: build the examples (cargo build --release --examples)",
         bin.display()
     );
     bin

@@ -292,8 +292,7 @@ impl IntervalTool for Rastat {
         let mut now_total = counts_of(&total);
         (now_total.resident_used, now_total.resident_unused) = resident.total;
         now_total.first_uses = self.first_uses;
-        let interval: Counts = now_total.since(&self.last_total);
-        self.last_total = now_total.max(&self.last_total);
+        let interval: Counts = now_total.advance(&mut self.last_total);
 
         let mut window_sizes = [[0u64; 32]; KINDS];
         for k in 0..KINDS {
@@ -315,9 +314,7 @@ impl IntervalTool for Rastat {
             let mut now = counts_of(&p.counts);
             (now.resident_used, now.resident_unused) =
                 resident.procs.get(&tgid).copied().unwrap_or_default();
-            let last = self.last_procs.get(&tgid).copied().unwrap_or_default();
-            let delta = now.since(&last);
-            self.last_procs.insert(tgid, now.max(&last));
+            let delta = now.advance(self.last_procs.entry(tgid).or_default());
             if delta.active() {
                 processes.push(ProcessRow {
                     pid: tgid,
@@ -352,11 +349,7 @@ impl IntervalTool for Rastat {
                     .get(&(k.dev, k.ino))
                     .copied()
                     .unwrap_or_default();
-                let last = self
-                    .last_files
-                    .insert((k.dev, k.ino), now)
-                    .unwrap_or_default();
-                let delta = now.since(&last);
+                let delta = now.advance(self.last_files.entry((k.dev, k.ino)).or_default());
                 if delta.active() {
                     let names: Vec<String> = f.names.chunks(NAME_LEN).map(c_str).collect();
                     files.push(FileRow {

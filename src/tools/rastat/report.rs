@@ -57,6 +57,16 @@ impl Cumulative {
         }
     }
 
+    /// One interval's counts since `last`, and `last` moved on to now, each total held at its
+    /// highest: the report's totals, each process's row and each file's row all go through here
+    /// (a file's row once took `now` as is, and a page evicted between the counters and the walk
+    /// counted again the next interval).
+    pub fn advance(&self, last: &mut Cumulative) -> Counts {
+        let counts = self.since(last);
+        *last = self.max(last);
+        counts
+    }
+
     /// What the next interval is counted from: each total at its highest so far.
     pub fn max(&self, last: &Cumulative) -> Cumulative {
         let m = |a: u64, b: u64| a.max(b);
@@ -487,16 +497,16 @@ mod tests {
             resident_used: 9,
             ..Default::default()
         };
-        let c = dip.since(&start);
+        let mut last = start;
+        let c = dip.advance(&mut last);
         assert_eq!((c.brought, c.used), (0, 0));
-        let held = dip.max(&start);
         // Next interval: the eviction is counted, the page is not used again.
         let next = Cumulative {
             resident_used: 9,
             evicted_used: 1,
             ..Default::default()
         };
-        let c = next.since(&held);
+        let c = next.advance(&mut last);
         assert_eq!((c.brought, c.used, c.wasted), (0, 0, 0));
     }
 

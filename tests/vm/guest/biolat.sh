@@ -486,7 +486,7 @@ else
   prog_ids "$IOSTACK_WORK/vb.ids0"
   "$peer" -c "$cge" >"$IOSTACK_WORK/vb.peer" 2>&1 &
   ppid_=$!
-  wait_new_progs "$IOSTACK_WORK/vb.ids0" "$IOSTACK_WORK/vb.ids1"
+  wait_new_progs "$IOSTACK_WORK/vb.ids0" "$IOSTACK_WORK/vb.ids1" "$ppid_"
   tool_start vb --cgroup "$cge" -j
   prog_ids "$IOSTACK_WORK/vb.ids2"
   dd_read "$fast" 2000 0

@@ -93,7 +93,7 @@ else
   prog_ids "$IOSTACK_WORK/vs.ids0"
   "$fsdist" -t ext4 -p "$wpid" >"$IOSTACK_WORK/vs.fsdist" 2>&1 &
   fpid=$!
-  wait_new_progs "$IOSTACK_WORK/vs.ids0" "$IOSTACK_WORK/vs.ids1"
+  wait_new_progs "$IOSTACK_WORK/vs.ids0" "$IOSTACK_WORK/vs.ids1" "$fpid"
   tool_start vs -j -p "$wpid"
   prog_ids "$IOSTACK_WORK/vs.ids2"
   kill -USR1 "$wpid"

@@ -313,9 +313,11 @@ prog_stats="${IOSTACK_HELPERS:-/iostack/helpers}/bpf_prog_stats"
 # prog_ids FILE: the ids of every loaded BPF program, sorted, into FILE.
 prog_ids() { "$prog_stats" | awk '{ print $1 }' | sort >"$1"; }
 
-# wait_new_progs BEFORE NOW: waits (up to 60 s) until programs beyond those in BEFORE are
+# wait_new_progs BEFORE NOW [PID]: waits (up to 60 s) until programs beyond those in BEFORE are
 # loaded and the same on two looks half a second apart (a peer's banner may sit in its stdout
-# buffer until it exits); their ids, with the others', into NOW.
+# buffer until it exits); their ids, with the others', into NOW. With PID, the process that is
+# to load them: once it has exited, nothing more will come (5.10 refuses libbpf-tools'
+# biolatency, which then waited the whole minute).
 wait_new_progs() {
   _i=0
   : >"$2.prev"
@@ -324,6 +326,9 @@ wait_new_progs() {
     prog_ids "$2"
     if ! cmp -s "$1" "$2" && cmp -s "$2.prev" "$2"; then
       return 0
+    fi
+    if [ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null; then
+      return 1
     fi
     cp "$2" "$2.prev"
     _i=$((_i + 1))

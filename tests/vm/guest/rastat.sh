@@ -190,7 +190,7 @@ else
     # Empty programs on the two hooks per page that any such tool needs (the floor).
     "$floor" rastat 2>"$IOSTACK_WORK/vs.floor" &
     fl=$!
-    wait_new_progs "$IOSTACK_WORK/vs.ids1" "$IOSTACK_WORK/vs.ids1b"
+    wait_new_progs "$IOSTACK_WORK/vs.ids1" "$IOSTACK_WORK/vs.ids1b" "$fl"
   fi
   if [ "$refused" = 1 ]; then
     :
