@@ -71,7 +71,8 @@ static __always_inline void record(struct biolat_key *hk, __u64 cgroup, __u64 de
 }
 
 /* A request is recorded once, when it ends (the completion covering its last bytes). */
-static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool typed)
+static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool typed,
+				       void *ctx)
 {
 	__u32 dev = rq_dev(rq, typed);
 	__u32 flags, cmd;

@@ -84,7 +84,8 @@ static __always_inline bool bio_origin_call(struct bio_origin *o)
 
 /* A new life of a request: its submitter is the owner of its first bio, or (a request without
  * bios, such as a flush, or a bio queued before tracing began) the task running now. */
-static __always_inline void track(struct request *rq, __u64 bio, __u64 q_ns, __u64 issue_ns)
+static __always_inline void track(struct request *rq, __u32 dev, __u64 bio, __u64 q_ns,
+				  __u64 issue_ns)
 {
 	struct rq_start s = {};
 	__u64 key = (__u64)rq;
@@ -96,6 +97,9 @@ static __always_inline void track(struct request *rq, __u64 bio, __u64 q_ns, __u
 		current_origin(&s.who);
 		unknown_cgroup(&s.who);
 	}
+	/* The flush machinery's own flush (no bio) is for the last requester that asked for one. */
+	if (!bio && flush_origin(dev, &s.who))
+		unknown_cgroup(&s.who);
 	origin_cgroup(&s.who, bio);
 	s.skip = !s.who.in_cgroup || !task_selected(s.who.pid, s.who.tid, s.who.comm);
 	if (bpf_map_update_elem(&rq_starts, &key, &s, BPF_ANY))
@@ -114,7 +118,7 @@ static __always_inline int on_queue_start(struct request *rq, bool typed)
 	s = bpf_map_lookup_elem(&rq_starts, &key);
 	if (s && s->bio == bio)
 		return 0;
-	track(rq, bio, bpf_ktime_get_ns(), 0);
+	track(rq, rq_dev(rq, typed), bio, bpf_ktime_get_ns(), 0);
 	return 0;
 }
 
@@ -134,7 +138,7 @@ static __always_inline int on_issue(struct request *rq, bool typed)
 		s->issue_ns = now;
 		return 0;
 	}
-	track(rq, bio, 0, now);
+	track(rq, rq_dev(rq, typed), bio, 0, now);
 	return 0;
 }
 
@@ -184,16 +188,19 @@ static __always_inline bool kernel_starts(struct request *rq, __u32 flags, bool 
 	*issue = issue_stamp(rq, flags, typed);
 	*start = q_start != Q_START_OFF ? queued_stamp(rq, flags, typed) : *issue;
 	if (!take_origin(bio, who)) {
-		/* No bio (a flush request), or queued before tracing began: no submitter known. */
+		/* No bio (a flush request: for the last requester that asked for one), or queued
+		 * before tracing began: no submitter known. */
 		__builtin_memset(who, 0, sizeof(*who));
-		who->comm[0] = '?';
+		if (bio || !flush_origin(rq_dev(rq, typed), who))
+			who->comm[0] = '?';
 		unknown_cgroup(who);
 	}
 	origin_cgroup(who, bio);
 	return who->in_cgroup && task_selected(who->pid, who->tid, who->comm);
 }
 
-static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool typed)
+static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool typed,
+				       void *ctx)
 {
 	__u32 dev = rq_dev(rq, typed);
 	__u64 now, start = 0, issue = 0;

@@ -113,17 +113,22 @@ static __always_inline struct call_state *current_call(void)
 	return st && st->start ? st : NULL;
 }
 
-/* A task the scheduler hands us passes -p/--tid/-c (its tid in *tid). */
+/* A task the scheduler hands us passes -p/--tid/-c, compared in the tool's pid namespace (its
+ * thread id in the initial namespace, the key of its state, in *tid). */
 static __always_inline bool task_traced(struct task_struct *t, bool typed, __u32 *tid)
 {
 	char comm[IOSTACK_COMM_LEN];
-	__u32 tgid = IOSTACK_GET(typed, t, tgid);
+	__u64 ids;
 
 	*tid = IOSTACK_GET(typed, t, pid);
-	if (task_filter.tgid && tgid != task_filter.tgid)
-		return false;
-	if (task_filter.tid && *tid != task_filter.tid)
-		return false;
+	if (task_filter.tgid || task_filter.tid) {
+		ids = task_filter.pidns_ino ? task_ids(t) :
+					      (__u64)IOSTACK_GET(typed, t, tgid) << 32 | *tid;
+		if (task_filter.tgid && (ids >> 32) != task_filter.tgid)
+			return false;
+		if (task_filter.tid && (__u32)ids != task_filter.tid)
+			return false;
+	}
 	if (!task_filter.has_comm)
 		return true;
 	bpf_probe_read_kernel(comm, sizeof(comm), &t->comm);
@@ -220,7 +225,7 @@ static __always_inline int waking_args(__u64 *args, bool typed)
 	if (iowait)
 		io_wait_ends(tid, now);
 	if (st)
-		call_sleep_ends(st, tid, live_mark(now), on_task_stack(), now);
+		call_sleep_ends(st, tid, live_mark(now, args), on_task_stack(args), now);
 	return 0;
 }
 
@@ -240,21 +245,18 @@ TP_TWINS(sched_wakeup, wakeup, wakeup_args)
 
 /* ---- block I/O ------------------------------------------------------------------------------ */
 
-/* A bio enters the block layer in its submitter's context: the call in progress there owns it,
- * unless blk-throttle's dispatcher passes on a bio it held. */
+/* A bio enters the block layer in its submitter's context: the call in progress there, if any,
+ * submitted it (its thread's entry is bound to it, for the requests that end while it runs). */
 static __always_inline bool bio_origin_call(struct bio_origin *o)
 {
 	struct call_state *st = current_call();
 	__u64 id;
 
-	if (!st) {
-		if (in_throttle_dispatch())
-			o->call = CALL_THROTTLED;
+	if (!st)
 		return true;
-	}
 	id = call_id(current_tid(), st->seq);
 	o->call = id;
-	if (!st->has_io && call_io_begin(id))
+	if (!st->has_io && call_io_bind(id))
 		st->has_io = 1;
 	return true;
 }
@@ -270,53 +272,142 @@ static __always_inline int on_queue_start(struct request *rq, bool typed)
 	return 0;
 }
 
-/* A request ends: it becomes this CPU's completion mark, for the wakeups its end causes. */
-static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool typed)
-{
-	__u32 dev = rq_dev(rq, typed), flags, cmd, kind;
-	struct completion_mark *m;
-	struct bio_origin o = {};
-	__u64 now, issue;
-	bool known;
+/* Bios a request's end walks for their submitters (a merged request carries one per bio). */
+#define REQ_BIOS 8
 
-	if (!request_ended(rq, dev, nr_bytes, typed, &flags, &cmd))
+/* A request ends: it becomes this CPU's completion mark, for the wakeups its end causes, and
+ * the own I/O of each traced call whose thread submitted one of its bios. The flush machinery
+ * takes a request that asked for a cache flush or FUA through steps: a flush request of its own
+ * (no bio), the request's data, another flush; the request ends after them, with no bytes
+ * left, and its device time is its data step and the flushes made while it waited. */
+static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool typed,
+				       void *ctx)
+{
+	__u32 dev = rq_dev(rq, typed), flags, cmd, op, kind, data_len, n = 0, nflush = 0;
+	__u64 now, issue, bio, data_issue = 0, data_end = 0, flush_ns = 0;
+	struct bio_origin o = {}, first = {};
+	struct completion_mark *m;
+	enum rq_end end;
+	bool known = false, flush_seq;
+
+	if (!disk_selected(dev))
 		return 0;
+	flags = IOSTACK_GET(typed, rq, rq_flags);
+	cmd = IOSTACK_GET(typed, rq, cmd_flags);
+	op = cmd & IOSTACK_REQ_OP_MASK;
+	data_len = IOSTACK_GET(typed, rq, __data_len);
+	bio = (__u64)IOSTACK_GET(typed, rq, bio);
+	end = classify(nr_bytes, data_len, flags, op);
+	if (end == COMPLETION_PARTIAL)
+		return 0;
+	if (flags & rq_bits.flush_seq) {
+		now = bpf_ktime_get_ns();
+		if (op == rq_bits.flush_op) {
+			/* The machinery's own flush request: for the requests waiting in it. */
+			count_seen(dev, flags, op);
+			__sync_fetch_and_add(&ended[KIND_FLUSH], 1);
+			issue = rq_start(rq, flags, typed);
+			flush_done(dev, issue <= now ? issue : 0, now);
+		} else {
+			/* A request's data step, not its end. */
+			issue = rq_start(rq, flags, typed);
+			origin_data_step(bio, issue <= now ? issue : 0, now, data_len);
+		}
+		return 0;
+	}
+	count_seen(dev, flags, op);
 	m = this_cpu_mark();
 	if (!m)
 		return 0;
 	now = bpf_ktime_get_ns();
+	issue = rq_start(rq, flags, typed);
+	m->nown = 0;
+	for (int i = 0; i < REQ_BIOS; i++) {
+		if (!bio)
+			break;
+		if (take_origin(bio, &o)) {
+			if (!known) {
+				first = o;
+				known = true;
+			}
+			if (o.gtid && !(o.flags & ORIGIN_F_DISPATCHED) && n < MARK_OWNERS &&
+			    !mark_owned_by(m, o.gtid)) {
+				m->owners[n & (MARK_OWNERS - 1)] = o.gtid;
+				n++;
+				m->nown = n;
+			}
+		}
+		bio = (__u64)BPF_CORE_READ((struct bio *)bio, bi_next);
+	}
+	data_issue = first.data_issue;
+	data_end = first.data_end;
+	/* The end of a flush-sequenced request: no bytes left, or a data step seen. */
+	flush_seq = known && (data_end || (end == COMPLETION_EMPTY &&
+					   (first.flags & ORIGIN_F_FLUSH_SEQ)));
+	if (end == COMPLETION_EMPTY && !flush_seq) {
+		m->ts = 0;
+		return 0;
+	}
 	kind = req_kind(cmd);
 	if (kind < KINDS)
 		__sync_fetch_and_add(&ended[kind], 1);
-	issue = rq_start(rq, flags, typed);
-	if (!issue)
+	if (!issue && !flush_seq)
 		count_loss(LOSS_NO_START);
-	known = take_origin((__u64)IOSTACK_GET(typed, rq, bio), &o);
+	for (int j = 0; j < MARK_FLUSHES; j++) {
+		m->flush_issue[j] = 0;
+		m->flush_end[j] = 0;
+	}
+	m->flush_dev = dev;
+	if (flush_seq) {
+		flush_ns = flushes_within(dev, first.ts, now, m);
+		for (int j = 0; j < MARK_FLUSHES; j++)
+			nflush += m->flush_end[j] != 0;
+		issue = 0;
+	}
 	m->ts = now;
 	m->task = bpf_get_current_task();
-	m->ctx = on_task_stack();
+	m->ctx = on_task_stack(ctx);
 	m->issue = issue <= now ? issue : 0;
+	m->queued = first.ts;
+	m->dev_ns = flush_seq ? (data_end > data_issue ? data_end - data_issue : 0) + flush_ns :
+		    (m->issue ? now - m->issue : 0);
+	m->data_issue = data_issue;
+	m->data_end = data_end;
 	m->kind = kind;
 	m->waited = 0;
-	m->call = o.call;
-	m->origin = !known			? ORIGIN_UNKNOWN :
-		    o.call == CALL_THROTTLED	? ORIGIN_THROTTLED :
-		    o.call			? ORIGIN_CALL :
-						  ORIGIN_TASK;
+	m->flags = known ? first.flags : 0;
 	m->req.sector = IOSTACK_GET(typed, rq, __sector);
-	m->req.bytes = IOSTACK_GET(typed, rq, __data_len);
+	m->req.bytes = flush_seq ? first.data_bytes : data_len;
 	m->req.dev = dev;
 	m->req.cmd_flags = cmd;
 	m->req.how = REQ_OWN;
-	m->req.pid = o.pid;
-	m->req.tid = o.tid;
-	__builtin_memcpy(m->req.comm, o.comm, sizeof(m->req.comm));
-	m->req.device_ns = m->issue ? now - m->issue : 0;
-	m->req.queue_ns = (m->issue && o.ts && m->issue > o.ts) ? m->issue - o.ts : 0;
-	if (own_request_ended(m, now)) {
+	m->req.pid = first.pid;
+	m->req.tid = first.tid;
+	m->req.origin = m->flags;
+	m->req.upper_dev = first.upper_dev;
+	m->req.owners = n;
+	m->req.flushes = nflush;
+	m->req.held_ns = first.held_ns;
+	__builtin_memcpy(m->req.comm, first.comm, sizeof(m->req.comm));
+	if (!known)
+		m->req.comm[0] = '?';
+	m->req.device_ns = m->dev_ns;
+	/* From entering the block layer (after blk-throttle let it go) to the device. */
+	m->req.queue_ns = 0;
+	if (first.ts) {
+		__u64 at_device = flush_seq ? (m->flush_issue[0] && (!data_issue ||
+					       m->flush_issue[0] < data_issue) ?
+					       m->flush_issue[0] : data_issue) :
+					      m->issue;
+
+		if (at_device > first.ts)
+			m->req.queue_ns = at_device - first.ts;
+	}
+	if (own_request_ended(m, data_issue, data_end, now)) {
 		m->waited = 1;
 		if (kind < KINDS)
 			__sync_fetch_and_add(&waited[kind], 1);
+		credit_flushes(m, &waited[KIND_FLUSH]);
 	}
 	return 0;
 }
@@ -443,18 +534,20 @@ static __always_inline bool file_selected(struct call_state *st, long ret)
 	return false;
 }
 
-static __always_inline void record_layer(__u32 op, __u32 layer, __u64 ns)
+/* `gen`: the report generation the call's exit read once, so that its totals, its layers and
+ * its group row land in the same report. */
+static __always_inline void record_layer(__u32 gen, __u32 op, __u32 layer, __u64 ns)
 {
-	__u32 idx = ((hist_gen & 1) * IOSTACK_OPS + (op & (IOSTACK_OPS - 1))) * LAYERS + layer;
+	__u32 idx = (gen * IOSTACK_OPS + (op & (IOSTACK_OPS - 1))) * LAYERS + layer;
 	struct hist *h = bpf_map_lookup_elem(&op_layer_hists, &idx);
 
 	if (h)
 		hist_record_exclusive(h, ns);
 }
 
-static __always_inline void record_fs_layer(__u32 op, const char *fs, __u64 ns)
+static __always_inline void record_fs_layer(__u32 gen, __u32 op, const char *fs, __u64 ns)
 {
-	struct layer_key k = {.gen = hist_gen & 1, .op = op, .layer = LAYER_FS};
+	struct layer_key k = {.gen = gen, .op = op, .layer = LAYER_FS};
 	struct hist *h;
 
 	__builtin_memcpy(k.fs, fs, sizeof(k.fs));
@@ -469,9 +562,9 @@ static __always_inline __u64 call_group(void)
 	return per_process ? current_ids() >> 32 : cgroup_at_depth(current_cgroup());
 }
 
-static __always_inline void record_group(struct call_state *st, __u64 total, __u32 ios)
+static __always_inline void record_group(__u32 gen, struct call_state *st, __u64 total, __u32 ios)
 {
-	struct group_key k = {.gen = hist_gen & 1, .op = st->op, .id = call_group()};
+	struct group_key k = {.gen = gen, .op = st->op, .id = call_group()};
 	struct group_totals *p;
 
 	p = bpf_map_lookup_elem(&group_totals, &k);
@@ -559,7 +652,7 @@ static __always_inline int on_sys_exit(long id, long ret)
 	struct call_io *io = NULL;
 	struct op_totals *t;
 	__u64 total, cid, io_wait, fd;
-	__u32 ios, idx, op;
+	__u32 ios, idx, op, gen;
 
 	if (!slot_of(id))
 		return 0;
@@ -590,7 +683,9 @@ static __always_inline int on_sys_exit(long id, long ret)
 			send_journey(st, io, total, ios, ret, fd);
 		return 0;
 	}
-	idx = (hist_gen & 1) * IOSTACK_OPS + (op & (IOSTACK_OPS - 1));
+	gen = hist_gen & 1;
+	barrier_var(gen);
+	idx = gen * IOSTACK_OPS + (op & (IOSTACK_OPS - 1));
 	t = bpf_map_lookup_elem(&op_totals, &idx);
 	if (t) {
 		t->calls++;
@@ -599,23 +694,24 @@ static __always_inline int on_sys_exit(long id, long ret)
 		t->via_waker_ns += st->via_waker_ns;
 		t->ios += ios;
 	}
-	record_layer(op, LAYER_SYSCALL, total);
+	record_layer(gen, op, LAYER_SYSCALL, total);
 	if (st->layer_ns[0])
-		record_layer(op, LAYER_VFS, st->layer_ns[0]);
+		record_layer(gen, op, LAYER_VFS, st->layer_ns[0]);
 	if (st->layer_ns[1])
-		record_fs_layer(op, st->fs, st->layer_ns[1]);
+		record_fs_layer(gen, op, st->fs, st->layer_ns[1]);
 	io_wait = st->parts[PART_IO_QUEUE] + st->parts[PART_IO_DEVICE] + st->parts[PART_OTHERS_IO];
 	if (io_wait || ios)
-		record_layer(op, LAYER_BLOCK, io_wait);
+		record_layer(gen, op, LAYER_BLOCK, io_wait);
 	if (per_process || per_cgroup_depth)
-		record_group(st, total, ios);
+		record_group(gen, st, total, ios);
 	return 0;
 }
 
-/* Task storage goes with the task; the hash entry must be removed. */
+/* Task storage goes with the task; the hash entries must be removed. */
 static __always_inline int on_task_exit(void)
 {
 	calls_forget(current_tid());
+	history_forget(current_tid());
 	return 0;
 }
 

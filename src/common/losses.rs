@@ -26,6 +26,12 @@ pub enum Loss {
     /// An end the kernel did not run our program for: it would have run nested in itself on
     /// one CPU (the program's `recursion_misses`, read from the kernel).
     Skipped,
+    /// A stacked device's request whose bio above could not be found: its I/O is not linked
+    /// to the call that waited for it.
+    Unlinked,
+    /// A wait followed through a waker whose record of its own waits was cut: it no longer
+    /// reached back to the wait's start, or there was no room to keep it.
+    ChainCut,
 }
 
 /// How many of what: the noun a tool counts in (`I/O`, `call`).
@@ -46,13 +52,15 @@ pub const CALLS: Noun = Noun {
 
 impl Loss {
     /// The kernel's counters, in the order of `enum loss_kind`.
-    pub const KERNEL: [Loss; 6] = [
+    pub const KERNEL: [Loss; 8] = [
         Loss::NoStart,
         Loss::StartFull,
         Loss::HistFull,
         Loss::Clock,
         Loss::RingBufferFull,
         Loss::NoWake,
+        Loss::Unlinked,
+        Loss::ChainCut,
     ];
 
     /// The JSON name.
@@ -66,6 +74,8 @@ impl Loss {
             Loss::Unseen => "unseen",
             Loss::Skipped => "skipped",
             Loss::NoWake => "no_wake",
+            Loss::Unlinked => "unlinked",
+            Loss::ChainCut => "chain_cut",
         }
     }
 
@@ -86,6 +96,12 @@ impl Loss {
             }
             Loss::NoWake => {
                 "with a sleep whose wakeup no program saw (the kernel did not run it): charged by the kernel's in_iowait flag alone"
+            }
+            Loss::Unlinked => {
+                "of a stacked device whose bio above was not found: not linked to the call that waited"
+            }
+            Loss::ChainCut => {
+                "followed through a waker whose record of its waits did not reach back (or found no room): the rest of that sleep is other sleep"
             }
         }
     }
@@ -286,11 +302,11 @@ mod tests {
         let mut t = LossTally::default();
         let kinds = [Loss::RingBufferFull, Loss::NoStart];
         assert_eq!(
-            t.delta(&[1, 0, 0, 0, 3, 0], &kinds),
+            t.delta(&[1, 0, 0, 0, 3, 0, 0, 0], &kinds),
             vec![(Loss::RingBufferFull, 3), (Loss::NoStart, 1)]
         );
         assert_eq!(
-            t.delta(&[1, 0, 0, 0, 5, 0], &kinds),
+            t.delta(&[1, 0, 0, 0, 5, 0, 0, 0], &kinds),
             vec![(Loss::RingBufferFull, 2), (Loss::NoStart, 0)]
         );
     }

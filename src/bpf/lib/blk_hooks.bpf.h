@@ -2,10 +2,11 @@
 /* The block-layer programs that plan_block_hooks (src/common/block/mod.rs) chooses from, for every
  * request-latency tool. A tool defines
  *     on_issue(struct request *rq, bool typed)
- *     on_complete(struct request *rq, __u32 nr_bytes, bool typed)
+ *     on_complete(struct request *rq, __u32 nr_bytes, bool typed, void *ctx)
  *     on_queue_start(struct request *rq, bool typed)   (the -Q start, whichever hook this kernel has)
  * where `typed` says the verifier knows rq as a struct request (tp_btf, fentry): fields can be
- * read with plain loads (IOSTACK_GET).
+ * read with plain loads (IOSTACK_GET); `ctx` is the tracepoint's arguments (where they lie
+ * tells the stack it fired on: lib/wake_cause.bpf.h, on_task_stack).
  * and then includes this header; user space autoloads one flavour of each hook it planned.
  * The program names are part of the contract with plan_block_hooks. The tool also includes
  * lib/blk.bpf.h (for enum q_start) before its handlers. */
@@ -24,7 +25,7 @@ static __always_inline int issue_args(__u64 *args, bool typed)
 /* block_rq_complete(rq, error, nr_bytes) on every kernel we support. */
 static __always_inline int complete_args(__u64 *args, bool typed)
 {
-	return on_complete((struct request *)args[0], (__u32)args[2], typed);
+	return on_complete((struct request *)args[0], (__u32)args[2], typed, args);
 }
 
 static __always_inline int io_start_args(__u64 *args, bool typed)

@@ -10,10 +10,11 @@
  * wait for a CPU, as the kernel's own run_delay (schedstat) counts it. Between the two, the
  * time goes to the part that ended the sleep.
  *
- * A sleep is charged to what ended it (lib/wake_cause.bpf.h): the completion of a request the
- * call submitted (split into OS queue and device time by the union of the call's requests' time
- * on the device), of someone else's request, or a thread's I/O waits during the sleep (one hop);
- * else it is other sleep, or others' I/O if the kernel called it an I/O wait.
+ * A sleep is charged to what ended it (lib/wake_cause.bpf.h, call_sleep_ends): the completion
+ * of a request its thread submitted or the kernel made for it (split into OS queue and device
+ * time by the union of the thread's requests' time on the device), directly or through a kernel
+ * worker; of someone else's request; or what its waker waited for meanwhile, and so on along
+ * the chain; else it is other sleep, or others' I/O if the kernel called it an I/O wait.
  *
  * The tool provides, before including this header: the THREAD_STATE `calls` of struct
  * call_state, and includes lib/wake_cause.bpf.h. */
@@ -55,33 +56,38 @@ struct call_state {
 	__u8 op;            /* 1 + index of the traced operation */
 	__u8 state;         /* enum call_state_kind */
 	__u8 iowait;        /* the sleep in progress is an I/O wait (in_iowait) */
-	__u8 has_io;        /* it submitted a bio: its thread's call_io is its own */
+	__u8 has_io;        /* it submitted a bio or slept: its thread's call_io is bound to it */
 	__u8 woken_part;    /* STATE_WOKEN: the part that ended the sleep */
 	__u8 pad[3];
 	__u32 ios;          /* requests it waited for that were not its own */
 	__u32 nreq;         /* of them in reqs[] */
-	__u32 via_pid;      /* the last waker charged (one hop), for --slow */
+	__u32 via_pid;      /* the last waker charged, for --slow */
 	char via_comm[BREAKDOWN_COMM_LEN];
 	char fs[16];        /* the filesystem type its filesystem layer saw */
 	struct req_seen reqs[CALL_REQS];
 };
 
-/* The requests a call submitted, reached from the completion's context by call id. One entry
- * per thread (by tid), taken over in place by each of its calls that submits a bio (call_io_begin)
- * and let go when the call returns (live 0): a hash insert at a call's first bio and a delete at
- * its return cost more than the rest of the two programs together (benches/iostack-cost). */
+/* A thread's own requests while it is in a traced call, reached from the completion's context
+ * by its thread id: "own" is the thread's (any of its calls, its readahead, a plug it flushed,
+ * and what the kernel did on its behalf: lib/bio_origin.bpf.h), so read N+1 waits for the
+ * readahead read N started as its own I/O. One entry per thread, taken over in place by each of
+ * its calls that submits a bio or sleeps (call_io_bind) and let go when the call returns (live
+ * 0): a hash insert per call and a delete at its return cost more than the rest of the two
+ * programs together (benches/iostack-cost). */
 struct call_io {
-	__u32 seq;          /* the call whose requests these are (call_state.seq) */
+	__u32 seq;          /* the call it is bound to (call_state.seq) */
 	__u32 live;         /* that call is in progress */
 	__u64 sleep_start;  /* the call's sleep in progress (0: not sleeping) */
-	/* The time during that sleep when one of its requests was on the device, in completion
-	 * order: closed runs, and the run in progress [run_start, run_end]. */
+	/* The time during that sleep when one of the thread's requests was on the device, in
+	 * completion order: closed runs, and the run in progress [run_start, run_end]. */
 	__u64 closed;
 	__u64 floor;        /* the end of the last closed run */
 	__u64 run_start;
 	__u64 run_end;
-	__u32 ios;          /* its requests that completed while it was in progress */
+	__u32 sleep_ios;    /* its requests that ended during the sleep in progress */
+	__u32 ios;          /* its requests that ended while the call was in progress */
 	__u32 nreq;
+	__u32 pad;
 	struct req_seen reqs[CALL_REQS];
 };
 
@@ -101,18 +107,25 @@ static __always_inline __u64 call_id(__u32 tid, __u32 seq)
 	return ((__u64)tid << 32) | seq;
 }
 
+/* Thread `tid`'s entry while its call is in progress, or NULL. */
+static __always_inline struct call_io *thread_io(__u32 tid)
+{
+	struct call_io *io = bpf_map_lookup_elem(&call_ios, &tid);
+
+	return io && io->live ? io : NULL;
+}
+
 /* The requests of call `id` while it is in progress, or NULL. */
 static __always_inline struct call_io *call_io_of(__u64 id)
 {
-	__u32 tid = id >> 32;
-	struct call_io *io = bpf_map_lookup_elem(&call_ios, &tid);
+	struct call_io *io = thread_io(id >> 32);
 
-	return io && io->live && io->seq == (__u32)id ? io : NULL;
+	return io && io->seq == (__u32)id ? io : NULL;
 }
 
-/* Call `id` submits its first bio: its thread's entry is now its own. False if the map refused
- * (counted). */
-static __always_inline bool call_io_begin(__u64 id)
+/* Call `id` submits its first bio or goes to sleep first: its thread's entry is now its own.
+ * False if the map refused (counted). */
+static __always_inline bool call_io_bind(__u64 id)
 {
 	__u32 tid = id >> 32;
 	struct call_io *io = bpf_map_lookup_elem(&call_ios, &tid);
@@ -126,15 +139,15 @@ static __always_inline bool call_io_begin(__u64 id)
 	}
 	io->live = 0;
 	io->sleep_start = io->closed = io->floor = io->run_start = io->run_end = 0;
-	io->ios = io->nreq = 0;
+	io->sleep_ios = io->ios = io->nreq = 0;
 	io->seq = (__u32)id;
 	io->live = 1;
 	return true;
 }
 
-/* Call `id`, which submitted a bio, returns: its requests, or NULL if its entry was evicted
- * while it ran (counted as a start the map could not keep). Its requests that end from now
- * on are no call's own. */
+/* Call `id`, bound to its thread's entry, returns: its requests, or NULL if its entry was
+ * evicted while it ran (counted as a start the map could not keep). The thread's requests that
+ * end from now on are no call's. */
 static __always_inline struct call_io *call_io_end(__u64 id)
 {
 	struct call_io *io = call_io_of(id);
@@ -207,25 +220,62 @@ static __always_inline void charge(struct call_state *st, __u32 part, __u64 now)
 	st->last = now;
 }
 
-/* A request ended that `m` describes; if the call that submitted it is in progress, it is its
- * own: counted, remembered, and its device time added to the sleep's union. True if so. */
-static __always_inline bool own_request_ended(struct completion_mark *m, __u64 now)
+/* Adds a request's device intervals (its own issue to end, or its data step and the flushes
+ * made for it) during the sleep in progress to a sleeping thread's union. */
+static __always_inline void add_device_time(struct call_io *io, struct completion_mark *m,
+					    __u64 data_issue, __u64 data_end, __u64 now)
 {
-	struct call_io *io;
-	__u64 a;
+	__u64 s = io->sleep_start, a, b;
+	bool data_done = false;
 
-	if (m->origin != ORIGIN_CALL)
-		return false;
-	io = call_io_of(m->call);
-	if (!io)
-		return false;
-	__sync_fetch_and_add(&io->ios, 1);
-	append_req(io->reqs, &io->nreq, &m->req);
-	if (io->sleep_start && m->issue) {
-		a = m->issue > io->sleep_start ? m->issue : io->sleep_start;
+	if (!s)
+		return;
+	for (int j = 0; j < MARK_FLUSHES; j++) {
+		b = m->flush_end[j];
+		if (!b)
+			break;
+		if (!data_done && data_end && data_end <= b) {
+			a = data_issue > s ? data_issue : s;
+			device_union_add(io, a, data_end);
+			data_done = true;
+		}
+		a = m->flush_issue[j] > s ? m->flush_issue[j] : s;
+		device_union_add(io, a, b);
+	}
+	if (!data_done && data_end) {
+		a = data_issue > s ? data_issue : s;
+		device_union_add(io, a, data_end);
+	}
+	if (!data_end && !m->flush_end[0] && m->issue) {
+		a = m->issue > s ? m->issue : s;
 		device_union_add(io, a, now);
 	}
-	return true;
+}
+
+/* A request ended that `m` describes: for each of its submitters in a traced call, it is that
+ * call's own: counted, remembered, and its device time added to the sleep's union. True if a
+ * traced call's own. */
+static __always_inline bool own_request_ended(struct completion_mark *m, __u64 data_issue,
+					      __u64 data_end, __u64 now)
+{
+	struct call_io *io;
+	bool any = false;
+
+	for (int i = 0; i < MARK_OWNERS; i++) {
+		if (i >= m->nown)
+			break;
+		io = thread_io(m->owners[i]);
+		if (!io)
+			continue;
+		any = true;
+		__sync_fetch_and_add(&io->ios, 1);
+		append_req(io->reqs, &io->nreq, &m->req);
+		if (io->sleep_start) {
+			io->sleep_ios++;
+			add_device_time(io, m, data_issue, data_end, now);
+		}
+	}
+	return any;
 }
 
 /* A call's thread leaves its CPU: runnable (preempted) or going to sleep. */
@@ -241,23 +291,54 @@ static __always_inline void call_switched_out(struct call_state *st, __u32 tid, 
 	}
 	st->state = STATE_SLEEPING;
 	st->iowait = iowait;
-	if (!st->has_io)
-		return;
+	if (!st->has_io) {
+		if (!call_io_bind(call_id(tid, st->seq)))
+			return;
+		st->has_io = 1;
+	}
 	io = call_io_of(call_id(tid, st->seq));
 	if (io) {
 		io->sleep_start = st->last;
 		io->closed = io->floor = io->run_start = io->run_end = 0;
+		io->sleep_ios = 0;
 	}
 }
 
+/* Its own I/O ended the sleep [s, now] (or ended in it): OS queue and device, split by the
+ * union of its requests' time on the device. */
+static __always_inline void charge_own(struct call_state *st, struct call_io *io, __u64 dev,
+				       __u64 len)
+{
+	if (io)
+		dev += device_union(io);
+	if (dev > len)
+		dev = len;
+	st->parts[PART_IO_DEVICE] += dev;
+	st->parts[PART_IO_QUEUE] += len - dev;
+	/* Completing in the OS until the task is on a run queue. */
+	st->woken_part = PART_IO_QUEUE;
+}
+
 /* The sleep in progress ends now, with what ended it: a live completion mark (or NULL), and
- * whether the waker is a task in its own context (for the one-hop charge). */
+ * whether the waker is a task in its own context (a chain through its waits). `tid` is the
+ * sleeper's thread id in the initial namespace. What ended it, first match wins:
+ *   - a request its thread submitted, or the kernel made for it (the mark's owners); or one
+ *     blk-throttle's dispatcher queued with its submitter unseen, which ends its I/O wait (its
+ *     completion wakes the thread that waits for it): own I/O, whether the kernel called the
+ *     sleep an I/O wait or not (an unaligned direct write waiting in inode_dio_wait);
+ *   - someone else's request, in an I/O wait: others' I/O;
+ *   - in an I/O wait, its own requests that ended while it slept (a completion a kernel worker
+ *     finished: ext4's unwritten extents, btrfs's checksums): own I/O;
+ *   - a task waker: what that task waited for during the sleep, its I/O waits and the chains
+ *     behind them (others' I/O through the waker); the rest is others' I/O in an I/O wait
+ *     (the kernel calls it one), other sleep otherwise. */
 static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 					    struct completion_mark *m, bool task_waker, __u64 now)
 {
-	__u64 s = st->last, len, dev = 0, ov, a, b;
+	__u64 s = st->last, len, dev = 0, ov;
 	struct call_io *io = NULL;
 	struct req_seen r;
+	bool own_mark;
 
 	now = advance(st, now);
 	len = now - s;
@@ -269,32 +350,30 @@ static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 		if (io)
 			io->sleep_start = 0;
 	}
-	if (m && st->iowait) {
-		bool own = m->origin == ORIGIN_CALL && m->call == call_id(tid, st->seq);
-
-		if (own || m->origin == ORIGIN_THROTTLED) {
-			if (io)
-				dev = device_union(io);
-			if (!own && m->issue) {
-				/* Not in the union: its bio was queued by the throttle, not here. */
-				a = m->issue > s ? m->issue : s;
-				b = m->ts < now ? m->ts : now;
-				if (b > a)
-					dev += b - a;
+	own_mark = m && (mark_owned_by(m, tid) ||
+			 ((m->flags & ORIGIN_F_DISPATCHED) && !m->nown && st->iowait));
+	if (m && (own_mark || st->iowait)) {
+		if (own_mark) {
+			if (!mark_owned_by(m, tid)) {
+				/* Not in the union: its submitter was unseen at its completion. */
+				dev = mark_device_within(m, s, now);
+				r = m->req;
+				r.how = REQ_HELD;
+				/* Held from the sleep's start to its dispatch, as far as we can see. */
+				r.held_ns = m->queued > s ? m->queued - s : 0;
+				if (r.queue_ns > r.held_ns && m->queued <= s)
+					r.held_ns = 0;
+				st->ios++;
+				append_req(st->reqs, &st->nreq, &r);
 			}
-			if (dev > len)
-				dev = len;
-			st->parts[PART_IO_DEVICE] += dev;
-			st->parts[PART_IO_QUEUE] += len - dev;
-			/* Completing in the OS until the task is on a run queue. */
-			st->woken_part = PART_IO_QUEUE;
+			charge_own(st, io, dev, len);
+		} else if (io && io->sleep_ios) {
+			charge_own(st, io, 0, len);
 		} else {
 			st->parts[PART_OTHERS_IO] += len;
 			st->woken_part = PART_OTHERS_IO;
-		}
-		if (!own) {
 			r = m->req;
-			r.how = m->origin == ORIGIN_THROTTLED ? REQ_THROTTLED : REQ_OTHERS;
+			r.how = REQ_OTHERS;
 			st->ios++;
 			append_req(st->reqs, &st->nreq, &r);
 		}
@@ -302,14 +381,14 @@ static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 			m->waited = 1;
 			if (m->kind < KINDS)
 				__sync_fetch_and_add(&waited[m->kind], 1);
+			credit_flushes(m, &waited[KIND_FLUSH]);
 		}
+		if (!st->iowait)
+			history_of_sleep(tid, s, now, len);
 		return;
 	}
-	if (st->iowait) {
-		/* The kernel calls it an I/O wait and no request ended it (dirty-page
-		 * throttling waits for writeback on a timer this way). */
-		st->parts[PART_OTHERS_IO] += len;
-		st->woken_part = PART_OTHERS_IO;
+	if (st->iowait && io && io->sleep_ios) {
+		charge_own(st, io, 0, len);
 		return;
 	}
 	ov = task_waker ? waker_io_within(s, now) : 0;
@@ -320,8 +399,16 @@ static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 		st->via_pid = pid_tgid >> 32;
 		bpf_get_current_comm(st->via_comm, sizeof(st->via_comm));
 	}
+	if (st->iowait) {
+		/* The kernel calls it an I/O wait: what the waker waited for, and the rest
+		 * (dirty-page throttling waits for writeback on a timer this way). */
+		st->parts[PART_OTHERS_IO] += len;
+		st->woken_part = PART_OTHERS_IO;
+		return;
+	}
 	st->parts[PART_OTHERS_IO] += ov;
 	st->parts[PART_SLEEP] += len - ov;
+	history_of_sleep(tid, s, now, ov);
 }
 
 /* A woken call's thread is on a run queue: from now on it waits for a CPU. */

@@ -19,9 +19,10 @@ enum part {
 
 /* How a call came to wait for a block I/O. */
 enum req_how {
-	REQ_OWN = 1,        /* the call submitted it */
-	REQ_THROTTLED = 2,  /* its completion woke the call, and blk-throttle's dispatcher
-			     * submitted it: a bio the call had submitted and the throttle held */
+	REQ_OWN = 1,        /* its thread submitted it, or the kernel did for it */
+	REQ_HELD = 2,       /* blk-throttle's dispatcher queued it, its submitter unseen (no
+			     * function hooks here), and its completion ended the call's I/O wait:
+			     * taken for the call's own */
 	REQ_OTHERS = 3,     /* its completion woke the call; someone else submitted it */
 };
 
@@ -41,14 +42,20 @@ enum req_kind {
 /* One block I/O a call waited for. */
 struct req_seen {
 	__u64 sector;
-	__u64 queue_ns;    /* from entering the block layer to issue (0 if unknown) */
-	__u64 device_ns;   /* from issue to completion (0 if the issue was not stamped) */
+	__u64 queue_ns;    /* from entering the block layer to issue (0 if unknown), less held_ns */
+	__u64 device_ns;   /* on the device: issue to completion, or its data step and the flushes
+			    * made for it (0 if the issue was not stamped) */
+	__u64 held_ns;     /* held by blk-throttle before it was queued */
 	__u32 dev;         /* kernel dev_t of the whole disk */
 	__u32 bytes;
 	__u32 cmd_flags;   /* op and flags, decoded with the kernel's BTF enums */
 	__u32 how;         /* enum req_how */
 	__u32 pid;         /* who submitted it (its first bio), 0 if unknown */
 	__u32 tid;
+	__u32 origin;      /* ORIGIN_F_* of its first bio (lib/bio_origin.bpf.h) */
+	__u32 upper_dev;   /* ORIGIN_F_CLONE: the stacked device above */
+	__u32 owners;      /* submitters of its bios (merged requests: more than one) */
+	__u32 flushes;     /* flush requests made for it */
 	char comm[BREAKDOWN_COMM_LEN];
 };
 

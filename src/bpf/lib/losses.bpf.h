@@ -12,7 +12,9 @@ enum loss_kind {
 	LOSS_CLOCK = 3,       /* start after end */
 	LOSS_RINGBUF_FULL = 4, /* an event could not be handed over: user space fell behind */
 	LOSS_NO_WAKE = 5,     /* a sleep whose wakeup no program saw: its cause is unknown */
-	LOSS_KINDS = 6,
+	LOSS_UNLINKED = 6,    /* a stacked device's clone whose bio above was not found */
+	LOSS_CHAIN_CUT = 7,   /* a wait followed through a waker whose history did not reach back */
+	LOSS_KINDS = 8,
 };
 
 /* Cumulative, read by user space from the mmap-ed .bss. */

@@ -18,6 +18,8 @@ struct task_filter {
 	__u64 cgroup_id;    /* a cgroup v2 (and its descendants); 0: any */
 	__u64 pidns_dev;    /* the tool's pid namespace, where it is not the initial one: */
 	__u64 pidns_ino;    /* -p/--tid and the pids shown are that namespace's; 0: initial */
+	__u32 pidns_level;  /* its level (0: the initial namespace) */
+	__u32 pad;
 };
 
 const volatile struct task_filter task_filter = {};
@@ -68,6 +70,33 @@ static __always_inline __u64 current_ids(void)
 	if (bpf_get_ns_current_pid_tgid(task_filter.pidns_dev, task_filter.pidns_ino, &ns, sizeof(ns)))
 		return 0;
 	return (__u64)ns.tgid << 32 | ns.pid;
+}
+
+/* A struct pid's number in the tool's pid namespace (its upid at that level), 0 if it has none
+ * there. */
+static __always_inline __u32 pid_in_ns(struct pid *pid)
+{
+	__u32 level = task_filter.pidns_level;
+	struct upid up = {};
+
+	if (!pid || BPF_CORE_READ(pid, level) < level)
+		return 0;
+	bpf_probe_read_kernel(&up, sizeof(up),
+			      (void *)pid + bpf_core_field_offset(struct pid, numbers) +
+				      level * sizeof(struct upid));
+	if (!up.ns || BPF_CORE_READ(up.ns, ns.inum) != task_filter.pidns_ino)
+		return 0;
+	return up.nr;
+}
+
+/* Any task's (tgid << 32 | tid) as the tool's pid namespace numbers them (the scheduler's
+ * tasks, which are not the current one): -p and --tid compare in that namespace, on every hook. */
+static __always_inline __u64 task_ids(struct task_struct *t)
+{
+	if (!task_filter.pidns_ino)
+		return (__u64)BPF_CORE_READ(t, tgid) << 32 | (__u32)BPF_CORE_READ(t, pid);
+	return (__u64)pid_in_ns(BPF_CORE_READ(t, group_leader, thread_pid)) << 32 |
+	       pid_in_ns(BPF_CORE_READ(t, thread_pid));
 }
 
 /* A task known by its ids and name (e.g. the recorded submitter of an I/O). */

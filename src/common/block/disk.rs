@@ -99,6 +99,64 @@ impl DiskFilter {
     }
 }
 
+/// The whole disk a block device (a disk or a partition) lives on, by its /sys/class/block name.
+fn whole_disk(name: &str) -> Option<String> {
+    let class = Path::new("/sys/class/block").join(name);
+    if !class.join("partition").exists() {
+        return Some(name.to_string());
+    }
+    let real = fs::canonicalize(&class).ok()?;
+    Some(real.parent()?.file_name()?.to_string_lossy().into_owned())
+}
+
+/// The whole disks under a stacked device (dm, md: `/sys/block/NAME/slaves`), followed down
+/// through stacked devices to the disks whose requests carry its I/O; empty for a disk that
+/// stacks on nothing.
+pub fn disks_below(name: &str) -> Vec<DiskFilter> {
+    let mut out: Vec<DiskFilter> = Vec::new();
+    let mut todo = vec![name.to_string()];
+    let mut seen = 0;
+    while let Some(n) = todo.pop() {
+        seen += 1;
+        if seen > 64 {
+            break;
+        }
+        let Ok(slaves) = fs::read_dir(Path::new("/sys/block").join(&n).join("slaves")) else {
+            continue;
+        };
+        for e in slaves.flatten() {
+            let Some(disk) = whole_disk(&e.file_name().to_string_lossy()) else {
+                continue;
+            };
+            let has_slaves = fs::read_dir(Path::new("/sys/block").join(&disk).join("slaves"))
+                .map(|mut d| d.next().is_some())
+                .unwrap_or(false);
+            if has_slaves {
+                todo.push(disk);
+            } else if let Ok(f) = DiskFilter::parse(&disk) {
+                if !out.contains(&f) {
+                    out.push(f);
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// Every stacked device here (one with slaves: dm, md, LVM's volumes), by name.
+pub fn stacked_devices() -> Vec<DiskFilter> {
+    disk_names()
+        .into_iter()
+        .filter(|n| {
+            fs::read_dir(Path::new("/sys/block").join(n).join("slaves"))
+                .map(|mut d| d.next().is_some())
+                .unwrap_or(false)
+        })
+        .filter_map(|n| DiskFilter::parse(&n).ok())
+        .collect()
+}
+
 /// dev_t → disk name, for `-D` labels.
 pub struct DiskNames(HashMap<u32, String>);
 

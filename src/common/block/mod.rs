@@ -279,6 +279,138 @@ pub fn plan_bio_owner(prober: &Prober, plan: &mut AttachPlan) -> Result<bool> {
     Ok(with_queue)
 }
 
+/// What links an I/O to the thread it was done for, besides its submitter's context (the
+/// programs of `src/bpf/lib/bio_origin.bpf.h`), for the loaders' rodata.
+#[derive(Clone, Debug, Default)]
+pub struct BioLinks {
+    /// REQ_PREFLUSH and REQ_FUA: a bio asking for a flush goes through the flush machinery.
+    pub req_preflush: u32,
+    pub req_fua: u32,
+    /// blk_throtl_dispatch_work_fn's address (0: none here, or addresses hidden).
+    pub throttle_dispatch_fn: u64,
+    /// The stacked devices whose clones are linked to the bios above (at most 8).
+    pub stacked: Vec<u32>,
+    /// With -d of a stacked device: the disks under it, whose requests carry its I/O.
+    pub below: Vec<u32>,
+}
+
+/// Plans what links the kernel's work on a submitter's behalf back to it (after
+/// plan_bio_owner): where function hooks work, the submitter of a bio blk-throttle holds, seen
+/// as the throttle takes it; a stacked device's clones, linked to its bios above by
+/// block_bio_remap (with -d, of that device; else of every stacked device here); the flush
+/// machinery's flags from BTF. Each choice with its reason in the plan.
+pub fn plan_bio_links(
+    prober: &Prober,
+    plan: &mut AttachPlan,
+    disk: Option<&disk::DiskFilter>,
+) -> BioLinks {
+    let dispatch_fn = prober.symbol_address_later("blk_throtl_dispatch_work_fn");
+    let bit = |name: &str, default: u32| {
+        prober
+            .enumerator(name)
+            .and_then(|v| u32::try_from(v).ok())
+            .and_then(|b| 1u32.checked_shl(b))
+            .unwrap_or(default)
+    };
+    let mut links = BioLinks {
+        req_preflush: bit("__REQ_PREFLUSH", 1 << 18),
+        req_fua: bit("__REQ_FUA", 1 << 17),
+        ..Default::default()
+    };
+    plan.decide(
+        "flushes",
+        "the flush machinery's flush request has no bio: it is for the requests waiting in the machinery, each of which counts the flushes made while it waited as its own device time",
+    );
+
+    // blk-throttle: the function it holds bios in, where a hook can see the submitter.
+    let held = ["__blk_throtl_bio", "blk_throtl_bio"]
+        .into_iter()
+        .filter(|f| prober.has_symbol(f))
+        .find_map(|f| {
+            let hook = FunctionHook {
+                entry_role: "held",
+                exit_role: "held",
+                function: f,
+                module: None,
+                programs: FunctionPrograms {
+                    fentry: "throttle_fentry",
+                    kprobe: "throttle_kprobe",
+                    exit: None,
+                },
+            };
+            plan_function(prober, plan, &hook).ok().map(|_| f)
+        });
+    links.throttle_dispatch_fn = dispatch_fn().unwrap_or(0);
+    plan.decide(
+        "throttle",
+        match (held, links.throttle_dispatch_fn) {
+            (_, 0) => "no blk_throtl_dispatch_work_fn in kallsyms (no blk-throttle, or addresses hidden): a bio it held counts as its dispatcher's".to_string(),
+            (Some(f), a) => format!("a bio blk-throttle holds is its submitter's, seen as {f} takes it; its dispatcher (blk_throtl_dispatch_work_fn, {a:#x}) queues it later, and the time it was held is shown"),
+            (None, a) => format!("no function hooks here to see blk-throttle take a bio: a bio its dispatcher (blk_throtl_dispatch_work_fn, {a:#x}) queues is taken for the submitter of the thread its completion wakes from an I/O wait (a direct or synchronous writer's own; a page's first waiter)"),
+        },
+    );
+
+    // Stacked devices: their clones, linked to the bios above.
+    let stacked: Vec<disk::DiskFilter> = match disk {
+        Some(d) => {
+            let below = disk::disks_below(&d.name);
+            if below.is_empty() {
+                Vec::new()
+            } else {
+                links.below = below.iter().map(|b| b.dev).take(7).collect();
+                plan.decide(
+                    "disk",
+                    format!(
+                        "{} is stacked on {}: its bios are traced, and the requests of the disks under it that carry them (linked by block_bio_remap)",
+                        d.name,
+                        below.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                );
+                vec![d.clone()]
+            }
+        }
+        None => disk::stacked_devices(),
+    };
+    if stacked.is_empty() {
+        plan.decide(
+            "clones",
+            "no stacked devices (dm, md) here: no clones to link",
+        );
+        return links;
+    }
+    let arity = prober.tracepoint_arity("block_bio_remap");
+    if !prober.has_tracepoint("block", "block_bio_remap")
+        || arity.map(|n| n == 4) != prober.tracepoint_arity("block_bio_queue").map(|n| n == 2)
+    {
+        plan.decide(
+            "clones",
+            "block_bio_remap absent, or its arguments differ from block_bio_queue's: a stacked device's clones are their worker's I/O",
+        );
+        return links;
+    }
+    let flavor = if plan.uses("bio_queue_btf") {
+        Flavor::TpBtf
+    } else {
+        Flavor::RawTp
+    };
+    links.stacked = stacked.iter().map(|d| d.dev).take(8).collect();
+    plan.add(
+        "clones",
+        twin(flavor, "bio_remap_btf", "bio_remap_raw"),
+        flavor,
+        "block_bio_remap",
+        format!(
+            "a stacked device's clone is its bio's (dm-linear queues it in the submitter, dm-crypt and dm-delay from a worker): {}",
+            stacked
+                .iter()
+                .map(|d| d.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    links
+}
+
 /// The `--stage submit` hooks: entry and return of the function every bio goes through.
 pub struct SubmitHooks {
     pub plan: AttachPlan,

@@ -15,17 +15,70 @@ pub struct JourneyIo {
     pub rwbs: String,
     pub sector: u64,
     pub bytes: u32,
-    /// From entering the block layer to issue (0 if unknown).
+    /// Held by blk-throttle before it entered the block layer (0 if it was not).
+    pub held_ns: u64,
+    /// From entering the block layer to the device (0 if unknown).
     pub queue_ns: u64,
-    /// From issue to completion.
+    /// On the device: issue to completion, or its data step and the flushes made for it.
     pub device_ns: u64,
-    /// `own` (the call submitted it), `throttled` (its own, passed on by blk-throttle's
-    /// dispatcher), or `others` (its completion woke the call; someone else submitted it).
+    /// `own` (its thread submitted it, or the kernel made it for it), `held` (blk-throttle's
+    /// dispatcher queued it with its submitter unseen, and its completion ended the call's I/O
+    /// wait: taken for its own), or `others` (its completion woke the call; someone else
+    /// submitted it).
     pub how: &'static str,
+    /// Cache flushes the kernel made for it (a write asking for FUA or a flush, on a disk with
+    /// a volatile cache and no FUA): part of its device time.
+    pub flushes: u32,
+    /// Its bios' submitters: more than one where bios of several threads were merged into it.
+    pub submitters: u32,
+    /// The stacked device (dm, md) whose bio it carries, if any: `dm-0 → vda`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stacked_on: Option<String>,
     /// Who submitted it (its first bio), 0 and "?" if unknown.
     pub pid: u32,
     pub tid: u32,
     pub comm: String,
+}
+
+impl JourneyIo {
+    /// One I/O line: the disk (and the stacked device above it), the request, and each span of
+    /// its time the breakdown charged: held, queued, on the device, and how it reached the call.
+    fn text(&self, n: usize) -> String {
+        let disk = match &self.stacked_on {
+            Some(upper) => format!("{upper} → {}", self.disk),
+            None => self.disk.clone(),
+        };
+        let mut spans = Vec::new();
+        if self.held_ns > 0 || self.how == "held" {
+            spans.push(format!("held by blk-throttle {} ms", ms(self.held_ns)));
+        }
+        spans.push(format!("queue {} ms", ms(self.queue_ns)));
+        let flushes = match self.flushes {
+            0 => String::new(),
+            1 => " (with the cache flush the kernel made for it)".to_string(),
+            n => format!(" (with the {n} cache flushes the kernel made for it)"),
+        };
+        spans.push(format!("device {} ms{flushes}", ms(self.device_ns)));
+        let merged = match self.submitters {
+            0 | 1 => String::new(),
+            n => format!(", bios of {n} threads merged"),
+        };
+        let who = format!("{}/{}", self.comm, self.pid);
+        let how = match self.how {
+            "own" => format!("its own, submitted by {who}{merged}"),
+            "held" => format!(
+                "its own: blk-throttle's dispatcher queued it and its completion ended the call's I/O wait (its submitter was not seen: no function hooks here){merged}"
+            ),
+            _ => format!("someone else's, submitted by {who}{merged}: its completion woke the call"),
+        };
+        format!(
+            "  I/O {n}: {disk} {} sector {} {} bytes, {}; {how}\n",
+            self.rwbs,
+            self.sector,
+            self.bytes,
+            spans.join(", ")
+        )
+    }
 }
 
 /// One call slower than the threshold.
@@ -107,28 +160,12 @@ impl Journey {
         s.push_str(&format!("  time:   {} ms\n", parts.join(", ")));
         if let Some(via) = &self.via {
             s.push_str(&format!(
-                "  waited {} ms for the I/O of {via}, which woke it\n",
+                "  waited {} ms for the I/O of {via}, which woke it (or for what it waited for in turn)\n",
                 ms(self.breakdown.via_waker_ns)
             ));
         }
         for (i, io) in self.io.iter().enumerate() {
-            s.push_str(&format!(
-                "  I/O {}: {} {} sector {} {} bytes, queue {} ms, device {} ms, {} by {}/{}\n",
-                i + 1,
-                io.disk,
-                io.rwbs,
-                io.sector,
-                io.bytes,
-                ms(io.queue_ns),
-                ms(io.device_ns),
-                match io.how {
-                    "own" => "submitted",
-                    "throttled" => "submitted, held by blk-throttle, dispatched",
-                    _ => "submitted by someone else, woke it; submitted",
-                },
-                io.comm,
-                io.pid
-            ));
+            s.push_str(&io.text(i + 1));
         }
         if self.ios as usize > self.io.len() {
             s.push_str(&format!(

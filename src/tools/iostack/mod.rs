@@ -180,24 +180,31 @@ pub struct Iostack {
 }
 
 /// Every kind of loss iostack can report.
-const LOSSES: [Loss; 7] = [
+const LOSSES: [Loss; 9] = [
     Loss::NoStart,
     Loss::StartFull,
     Loss::HistFull,
     Loss::Clock,
     Loss::NoWake,
+    Loss::Unlinked,
+    Loss::ChainCut,
     Loss::Unseen,
     Loss::Skipped,
 ];
-const JOURNEY_LOSSES: [Loss; 7] = [
+const JOURNEY_LOSSES: [Loss; 9] = [
     Loss::RingBufferFull,
     Loss::NoStart,
     Loss::StartFull,
     Loss::Clock,
     Loss::NoWake,
+    Loss::Unlinked,
+    Loss::ChainCut,
     Loss::Unseen,
     Loss::Skipped,
 ];
+
+/// ORIGIN_F_CLONE of src/bpf/lib/bio_origin.bpf.h: a stacked device's clone.
+const ORIGIN_F_CLONE: u32 = 0x8;
 
 impl Tool for Iostack {
     const NAME: &'static str = NAME;
@@ -308,7 +315,15 @@ fn load(
         rodata.stamps = plan.stamps as u32;
         rodata.filter_dev = opts.disk.as_ref().map_or(0, |d| d.dev);
         rodata.switch_has_state = plan.switch_has_state;
-        rodata.throttle_dispatch_fn = plan.throttle_dispatch_fn;
+        rodata.throttle_dispatch_fn = plan.links.throttle_dispatch_fn;
+        rodata.req_preflush = plan.links.req_preflush;
+        rodata.req_fua = plan.links.req_fua;
+        for (dst, dev) in rodata.stacked_devs.iter_mut().zip(&plan.links.stacked) {
+            *dst = *dev;
+        }
+        for (dst, dev) in rodata.filter_below.iter_mut().zip(&plan.links.below) {
+            *dst = *dev;
+        }
         rodata.req_rahead = plan.req_rahead;
         rodata.req_op_write = plan.req_op_write;
         rodata.req_op_discard = plan.req_op_discard;
@@ -649,13 +664,18 @@ impl Iostack {
                 rwbs: self.flags.rwbs(r.cmd_flags),
                 sector: r.sector,
                 bytes: r.bytes,
+                held_ns: r.held_ns,
                 queue_ns: r.queue_ns,
                 device_ns: r.device_ns,
                 how: match r.how {
                     1 => "own",
-                    2 => "throttled",
+                    2 => "held",
                     _ => "others",
                 },
+                flushes: r.flushes,
+                submitters: r.owners,
+                stacked_on: (r.origin & ORIGIN_F_CLONE != 0 && r.upper_dev != 0)
+                    .then(|| self.disks.name_or_reload(r.upper_dev)),
                 pid: r.pid,
                 tid: r.tid,
                 comm: match c_str(&r.comm) {

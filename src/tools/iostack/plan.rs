@@ -7,7 +7,9 @@
 use anyhow::{anyhow, Result};
 
 use crate::common::block::reqflags::RequestFlags;
-use crate::common::block::{plan_bio_owner, plan_block_hooks, RequestBits, StampChoice, Stamps};
+use crate::common::block::{
+    plan_bio_links, plan_bio_owner, plan_block_hooks, BioLinks, RequestBits, StampChoice, Stamps,
+};
 use crate::common::kernel::hooks::{tracepoint_flavor, twin};
 use crate::common::kernel::plan::AttachPlan;
 use crate::common::kernel::prober::Prober;
@@ -33,7 +35,8 @@ pub struct IostackPlan {
     pub accounted: RequestBits,
     pub flags: RequestFlags,
     pub switch_has_state: bool,
-    pub throttle_dispatch_fn: u64,
+    /// What links the kernel's I/O on a thread's behalf back to it (throttle, clones, flushes).
+    pub links: BioLinks,
     /// REQ_RAHEAD, REQ_OP_WRITE and REQ_OP_DISCARD from BTF, to tell requests apart by kind.
     pub req_rahead: u32,
     pub req_op_write: u32,
@@ -55,7 +58,6 @@ fn layer_op(op: &str) -> &str {
 }
 
 pub fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
-    let throttle_dispatch_fn = prober.symbol_address_later("blk_throtl_dispatch_work_fn");
     let flags = RequestFlags::from_btf(prober).ok_or_else(|| {
         anyhow!(
             "this kernel's BTF has no req_op/req_flag_bits enums, needed to tell requests apart"
@@ -65,6 +67,7 @@ pub fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
     let disk = opts.disk.as_ref().map(|d| d.name.as_str());
     let mut hooks = plan_block_hooks(prober, NAME, false, false, disk, StampChoice::Auto)?;
     let bio_with_queue = plan_bio_owner(prober, &mut hooks.plan)?;
+    let links = plan_bio_links(prober, &mut hooks.plan, opts.disk.as_ref());
     let accounted = RequestBits::from_btf(prober);
     hooks.plan.decide("counted", accounted.describe());
     let mut plan = hooks.plan;
@@ -103,16 +106,25 @@ pub fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
     );
     plan.decide(
         "wakers",
-        "a wakeup on a task's own stack is that task's doing (one hop: its I/O waits), one on the interrupt stack a completion's",
+        "a wakeup on a task's own stack is that task's doing (what it waited for meanwhile, along the chain of wakers), one on the interrupt stack a completion's",
     );
-    let throttle_dispatch_fn = throttle_dispatch_fn().unwrap_or(0);
-    plan.decide(
-        "throttle",
-        match throttle_dispatch_fn {
-            0 => "no blk_throtl_dispatch_work_fn in kallsyms (no blk-throttle, or addresses hidden): a throttled bio counts as its dispatcher's".to_string(),
-            a => format!("bios blk-throttle held are passed on by a kworker running blk_throtl_dispatch_work_fn ({a:#x}): charged to the call their completion wakes"),
-        },
-    );
+    // Completions a kernel worker finishes: the work a completion queues carries its mark.
+    for (role, tp, btf, raw, why) in [
+        ("deferred", "workqueue_queue_work", "queue_work_btf", "queue_work_raw", "work queued by a completion (ext4's and XFS's unwritten-extent conversion, btrfs's checksums, dm-crypt) carries it to the worker"),
+        ("deferred", "workqueue_execute_start", "execute_start_btf", "execute_start_raw", "a worker running such work wakes the completion's waiters: its wakeups are the completion's"),
+        ("deferred", "workqueue_execute_end", "execute_end_btf", "execute_end_raw", "the work is done"),
+    ] {
+        if prober.has_tracepoint("workqueue", tp) {
+            let (flavor, how) = tracepoint_flavor(prober, tp);
+            plan.add(role, twin(flavor, btf, raw), flavor, tp, format!("{why}; {how}"));
+        } else {
+            plan.decide(
+                "deferred",
+                format!("no {tp} tracepoint: a completion a worker finishes is matched by the thread's own I/O ended in its sleep"),
+            );
+            break;
+        }
+    }
 
     let mut slots = Vec::new();
     let mut missing = Vec::new();
@@ -135,7 +147,7 @@ pub fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
         accounted,
         flags,
         switch_has_state,
-        throttle_dispatch_fn,
+        links,
         req_rahead: 1u32.checked_shl(bit("__REQ_RAHEAD", 19)).unwrap_or(0),
         req_op_write: bit("REQ_OP_WRITE", 1),
         req_op_discard: bit("REQ_OP_DISCARD", 3),

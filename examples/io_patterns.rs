@@ -1,0 +1,570 @@
+//! The I/O patterns production software is made of, made by one process whose own I/O is all
+//! there is on the disk, with the kernel's own account of each thread beside them: the ground
+//! truth iostack's breakdown is held against (tests/truth.rs, the kernel matrix).
+//!
+//! `io_patterns PATTERN PATH N [--cgroup DIR] [--threads T]`
+//!
+//! - `dsync`: N 4 KiB pwrite() of a preallocated file opened O_DSYNC (a write and the cache flush
+//!   the kernel sends for it: MySQL's and PostgreSQL's `wal_sync_method = open_datasync`).
+//! - `direct-dsync`: the same with O_DIRECT|O_DSYNC (on a disk without FUA, the kernel emulates
+//!   it: the write, then a flush it builds).
+//! - `overwrite-fdatasync`: N times a 4 KiB pwrite() over allocated blocks and fdatasync():
+//!   PostgreSQL's WAL (its segments are preallocated).
+//! - `overwrite-fsync`: the same with fsync() (the journal commits the new mtime).
+//! - `append-fsync`: N times a 4 KiB write() at the end of an O_APPEND file and fsync() (ext4's
+//!   unwritten extents are converted by a kernel worker, which ends the write's page writeback).
+//! - `seqread`: one pass of N 128 KiB read() over a file evicted from the page cache first: the
+//!   thread's own readahead brings in what its next reads wait for.
+//! - `appenders`: T threads (default 8), each N 4 KiB write() to one O_APPEND|O_DIRECT file: ext4
+//!   and xfs hold the inode lock across an extending direct write, so the writers queue behind
+//!   each other's I/O.
+//! - `aio-unaligned`: N times an aligned 4 KiB O_DIRECT write submitted with io_submit(), then a
+//!   512-byte O_DIRECT pwrite() inside another block: the filesystem waits for the write in
+//!   flight (inode_dio_wait, a sleep the kernel does not call an I/O wait) before it goes on.
+//!
+//! Files are made (and preallocated where the pattern overwrites) and flushed before anything
+//! is measured. With `--cgroup DIR` the process then moves into that cgroup (e.g. one whose blkio
+//! throttle slows PATH's disk). It prints `ready <pid> <tid>...` (the threads that make the
+//! calls), waits for SIGUSR1 (so the tracer can attach first), makes the calls, and prints one
+//! line per thread:
+//!
+//!   `thread TID read|write|sync CALLS NS ... blkio_ns B blkio_count C run_delay_ns D cpu_ns X`
+//!
+//! per operation (iostack's groups) how many calls the thread made and their time by its own
+//! clock (CLOCK_MONOTONIC around each), and from the kernel's delay accounting (taskstats, in
+//! ns: `kernel.task_delayacct = 1`) the thread's I/O wait, its count, its wait for a CPU and its
+//! time on one over the calls (read by the thread itself just before its first call and just
+//! after its last). Then `done`.
+
+use std::ffi::CString;
+use std::io::Write;
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+const BLOCK: usize = 4096;
+const READ_CHUNK: usize = 128 << 10;
+
+fn die(msg: String) -> ! {
+    eprintln!("io_patterns: {msg}");
+    std::process::exit(1)
+}
+
+fn check(what: &str, ret: isize) -> isize {
+    if ret < 0 {
+        die(format!("{what}: {}", std::io::Error::last_os_error()));
+    }
+    ret
+}
+
+fn tid() -> i32 {
+    // SAFETY: gettid has no arguments.
+    unsafe { libc::gettid() }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A buffer aligned for O_DIRECT, freed on drop.
+struct Aligned {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+impl Aligned {
+    fn new(len: usize, fill: u8) -> Aligned {
+        let layout = std::alloc::Layout::from_size_align(len, BLOCK).unwrap();
+        // SAFETY: a non-zero size and a valid alignment; filled before use.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        if ptr.is_null() {
+            die("out of memory".into());
+        }
+        // SAFETY: ptr is valid for len bytes.
+        unsafe { std::ptr::write_bytes(ptr, fill, len) };
+        Aligned { ptr, layout }
+    }
+}
+
+impl Drop for Aligned {
+    fn drop(&mut self) {
+        // SAFETY: allocated in new with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
+    }
+}
+
+fn open(path: &str, flags: i32) -> i32 {
+    let c = CString::new(path).unwrap();
+    // SAFETY: a NUL-terminated path; the descriptor is ours.
+    check(
+        &format!("open {path}"),
+        unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, 0o644) } as isize,
+    ) as i32
+}
+
+/// Writes `blocks` blocks of zeros to `path` (created or truncated) and flushes them, so that
+/// later writes overwrite allocated, written blocks.
+fn preallocate(path: &str, blocks: usize) {
+    let fd = open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC);
+    let buf = Aligned::new(BLOCK, 0);
+    for i in 0..blocks {
+        // SAFETY: buf holds BLOCK bytes.
+        check("prefill", unsafe {
+            libc::pwrite(fd, buf.ptr.cast(), BLOCK, (i * BLOCK) as i64)
+        });
+    }
+    // SAFETY: our descriptor.
+    check("prefill fsync", unsafe { libc::fsync(fd) } as isize);
+    unsafe { libc::close(fd) };
+}
+
+/// What the kernel's delay accounting says of one thread (taskstats, struct taskstats v8+).
+#[derive(Clone, Copy, Default)]
+struct Delays {
+    cpu_delay_ns: u64,
+    blkio_count: u64,
+    blkio_delay_ns: u64,
+    cpu_run_ns: u64,
+}
+
+/// The taskstats generic-netlink family, asked for one thread's delays (TASKSTATS_CMD_GET
+/// by TASKSTATS_CMD_ATTR_PID), as getdelays does.
+struct Taskstats {
+    sock: i32,
+    family: u16,
+}
+
+const NLMSG_HDR: usize = 16;
+const GENL_HDR: usize = 4;
+
+fn nla(buf: &mut Vec<u8>, kind: u16, payload: &[u8]) {
+    let len = 4 + payload.len();
+    buf.extend_from_slice(&(len as u16).to_ne_bytes());
+    buf.extend_from_slice(&kind.to_ne_bytes());
+    buf.extend_from_slice(payload);
+    while buf.len() % 4 != 0 {
+        buf.push(0);
+    }
+}
+
+/// The attributes in `data`, as (type, payload) pairs.
+fn attrs(mut data: &[u8]) -> Vec<(u16, &[u8])> {
+    let mut out = Vec::new();
+    while data.len() >= 4 {
+        let len = u16::from_ne_bytes([data[0], data[1]]) as usize;
+        let kind = u16::from_ne_bytes([data[2], data[3]]) & 0x3fff;
+        if len < 4 || len > data.len() {
+            break;
+        }
+        out.push((kind, &data[4..len]));
+        data = &data[((len + 3) & !3).min(data.len())..];
+    }
+    out
+}
+
+impl Taskstats {
+    fn open() -> Taskstats {
+        // SAFETY: a socket of our own.
+        let sock = check("netlink socket", unsafe {
+            libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_GENERIC)
+        } as isize) as i32;
+        let mut ts = Taskstats { sock, family: 0x10 };
+        // CTRL_CMD_GETFAMILY (3), CTRL_ATTR_FAMILY_NAME (2).
+        let reply = ts.ask(3, 2, b"TASKSTATS\0");
+        ts.family = attrs(&reply)
+            .into_iter()
+            .find(|(k, _)| *k == 1)
+            .map(|(_, v)| u16::from_ne_bytes([v[0], v[1]]))
+            .unwrap_or_else(|| die("no TASKSTATS netlink family (CONFIG_TASKSTATS)".into()));
+        ts
+    }
+
+    /// Sends one request (command, one attribute) and returns the reply's attributes' bytes.
+    fn ask(&self, cmd: u8, attr: u16, value: &[u8]) -> Vec<u8> {
+        let mut msg = vec![0u8; NLMSG_HDR];
+        msg.extend_from_slice(&[cmd, 1, 0, 0]);
+        nla(&mut msg, attr, value);
+        let len = msg.len() as u32;
+        msg[0..4].copy_from_slice(&len.to_ne_bytes());
+        msg[4..6].copy_from_slice(&self.family.to_ne_bytes());
+        msg[6..8].copy_from_slice(&(libc::NLM_F_REQUEST as u16).to_ne_bytes());
+        // SAFETY: sockaddr_nl zeroed: the kernel (pid 0).
+        let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+        addr.nl_family = libc::AF_NETLINK as u16;
+        // SAFETY: msg and addr live across the call.
+        check("netlink send", unsafe {
+            libc::sendto(
+                self.sock,
+                msg.as_ptr().cast(),
+                msg.len(),
+                0,
+                (&addr as *const libc::sockaddr_nl).cast(),
+                std::mem::size_of::<libc::sockaddr_nl>() as u32,
+            )
+        });
+        let mut buf = vec![0u8; 8192];
+        // SAFETY: buf is ours, of its length.
+        let n = check("netlink recv", unsafe {
+            libc::recv(self.sock, buf.as_mut_ptr().cast(), buf.len(), 0)
+        }) as usize;
+        let kind = u16::from_ne_bytes([buf[4], buf[5]]);
+        if kind == libc::NLMSG_ERROR as u16 {
+            let err = i32::from_ne_bytes(buf[16..20].try_into().unwrap());
+            die(format!(
+                "taskstats: {}",
+                std::io::Error::from_raw_os_error(-err)
+            ));
+        }
+        buf[NLMSG_HDR + GENL_HDR..n].to_vec()
+    }
+
+    fn delays(&self, tid: i32) -> Delays {
+        // TASKSTATS_CMD_GET (1), TASKSTATS_CMD_ATTR_PID (1); the reply nests
+        // TASKSTATS_TYPE_AGGR_PID (4) > TASKSTATS_TYPE_STATS (3).
+        let reply = self.ask(1, 1, &(tid as u32).to_ne_bytes());
+        let stats = attrs(&reply)
+            .into_iter()
+            .find(|(k, _)| *k == 4)
+            .and_then(|(_, nested)| attrs(nested).into_iter().find(|(k, _)| *k == 3))
+            .map(|(_, v)| v.to_vec())
+            .unwrap_or_else(|| die(format!("taskstats gave no stats for {tid}")));
+        let at = |off: usize| u64::from_ne_bytes(stats[off..off + 8].try_into().unwrap());
+        Delays {
+            cpu_delay_ns: at(24),
+            blkio_count: at(32),
+            blkio_delay_ns: at(40),
+            cpu_run_ns: at(72),
+        }
+    }
+}
+
+/// One thread's calls, by iostack's operation groups: how many, and their time by its clock.
+#[derive(Default)]
+struct Calls {
+    n: [u64; 3],
+    ns: [u64; 3],
+}
+
+const READ: usize = 0;
+const WRITE: usize = 1;
+const SYNC: usize = 2;
+
+impl Calls {
+    /// Times one call of `op` and checks its result.
+    fn time(&mut self, op: usize, what: &str, call: impl FnOnce() -> isize) -> isize {
+        let t0 = monotonic_ns();
+        let ret = call();
+        self.ns[op] += monotonic_ns() - t0;
+        self.n[op] += 1;
+        check(what, ret)
+    }
+}
+
+/// What one thread does, given its index.
+type Work = Box<dyn FnOnce(usize, &mut Calls) + Send>;
+
+fn pattern(
+    name: &str,
+    path: &str,
+    n: usize,
+    threads: usize,
+) -> (usize, Arc<dyn Fn() -> Work + Send + Sync>) {
+    let path = path.to_string();
+    let one = |w: Arc<dyn Fn() -> Work + Send + Sync>| (1, w);
+    match name {
+        "dsync" | "direct-dsync" | "overwrite-fdatasync" | "overwrite-fsync" => {
+            preallocate(&path, n);
+            let name = name.to_string();
+            one(Arc::new(move || {
+                let (path, name) = (path.clone(), name.clone());
+                Box::new(move |_, calls: &mut Calls| {
+                    let flags = match name.as_str() {
+                        "dsync" => libc::O_WRONLY | libc::O_DSYNC,
+                        "direct-dsync" => libc::O_WRONLY | libc::O_DSYNC | libc::O_DIRECT,
+                        _ => libc::O_WRONLY,
+                    };
+                    let fd = open(&path, flags);
+                    let buf = Aligned::new(BLOCK, 0x5a);
+                    for i in 0..n {
+                        // SAFETY: buf holds BLOCK bytes.
+                        calls.time(WRITE, "pwrite", || unsafe {
+                            libc::pwrite(fd, buf.ptr.cast(), BLOCK, (i * BLOCK) as i64)
+                        });
+                        match name.as_str() {
+                            // SAFETY: our descriptor.
+                            "overwrite-fdatasync" => calls.time(SYNC, "fdatasync", || unsafe {
+                                libc::fdatasync(fd) as isize
+                            }),
+                            "overwrite-fsync" => calls.time(SYNC, "fsync", || unsafe {
+                                libc::fsync(fd) as isize
+                            }),
+                            _ => 0,
+                        };
+                    }
+                    unsafe { libc::close(fd) };
+                })
+            }))
+        }
+        "append-fsync" => {
+            preallocate(&path, 0);
+            one(Arc::new(move || {
+                let path = path.clone();
+                Box::new(move |_, calls: &mut Calls| {
+                    let fd = open(&path, libc::O_WRONLY | libc::O_APPEND);
+                    let buf = Aligned::new(BLOCK, 0x5a);
+                    for _ in 0..n {
+                        // SAFETY: buf holds BLOCK bytes; our descriptor.
+                        calls.time(WRITE, "write", || unsafe {
+                            libc::write(fd, buf.ptr.cast(), BLOCK)
+                        });
+                        calls.time(SYNC, "fsync", || unsafe { libc::fsync(fd) as isize });
+                    }
+                    unsafe { libc::close(fd) };
+                })
+            }))
+        }
+        "seqread" => {
+            let chunks = n;
+            let fd = open(&path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC);
+            let buf = Aligned::new(READ_CHUNK, 0x5a);
+            for i in 0..chunks {
+                // SAFETY: buf holds READ_CHUNK bytes.
+                check("fill", unsafe {
+                    libc::pwrite(fd, buf.ptr.cast(), READ_CHUNK, (i * READ_CHUNK) as i64)
+                });
+            }
+            // SAFETY: our descriptor; the whole file out of the page cache once written.
+            unsafe {
+                check("fill fsync", libc::fsync(fd) as isize);
+                check(
+                    "fadvise",
+                    -(libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED) as isize),
+                );
+                libc::close(fd);
+            }
+            one(Arc::new(move || {
+                let path = path.clone();
+                Box::new(move |_, calls: &mut Calls| {
+                    let fd = open(&path, libc::O_RDONLY);
+                    let buf = Aligned::new(READ_CHUNK, 0);
+                    for _ in 0..chunks {
+                        // SAFETY: buf holds READ_CHUNK bytes.
+                        calls.time(READ, "read", || unsafe {
+                            libc::read(fd, buf.ptr.cast(), READ_CHUNK)
+                        });
+                    }
+                    unsafe { libc::close(fd) };
+                })
+            }))
+        }
+        "appenders" => {
+            preallocate(&path, 0);
+            (
+                threads,
+                Arc::new(move || {
+                    let path = path.clone();
+                    Box::new(move |_, calls: &mut Calls| {
+                        let fd = open(&path, libc::O_WRONLY | libc::O_APPEND | libc::O_DIRECT);
+                        let buf = Aligned::new(BLOCK, 0x5a);
+                        for _ in 0..n {
+                            // SAFETY: buf holds BLOCK bytes, aligned.
+                            calls.time(WRITE, "write", || unsafe {
+                                libc::write(fd, buf.ptr.cast(), BLOCK)
+                            });
+                        }
+                        unsafe { libc::close(fd) };
+                    })
+                }),
+            )
+        }
+        "aio-unaligned" => {
+            preallocate(&path, 2 * n + 2);
+            one(Arc::new(move || {
+                let path = path.clone();
+                Box::new(move |_, calls: &mut Calls| aio_unaligned(&path, n, calls))
+            }))
+        }
+        other => die(format!(
+            "unknown pattern {other} (dsync, direct-dsync, overwrite-fdatasync, overwrite-fsync, append-fsync, seqread, appenders, aio-unaligned)"
+        )),
+    }
+}
+
+/// The kernel's AIO ABI (linux/aio_abi.h): an iocb and the event io_getevents returns.
+#[repr(C)]
+#[derive(Default)]
+struct Iocb {
+    data: u64,
+    key: u32,
+    rw_flags: u32,
+    lio_opcode: u16,
+    reqprio: i16,
+    fildes: u32,
+    buf: u64,
+    nbytes: u64,
+    offset: i64,
+    reserved2: u64,
+    flags: u32,
+    resfd: u32,
+}
+
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct IoEvent {
+    data: u64,
+    obj: u64,
+    res: i64,
+    res2: i64,
+}
+
+const IOCB_CMD_PWRITE: u16 = 1;
+
+/// N times: an aligned write in flight (io_submit), then an unaligned one (pwrite) in the
+/// other block of the pair, which waits for it inside the filesystem; then the first's event.
+fn aio_unaligned(path: &str, n: usize, calls: &mut Calls) {
+    let fd = open(path, libc::O_WRONLY | libc::O_DIRECT);
+    let aligned = Aligned::new(BLOCK, 0x11);
+    let small = Aligned::new(512, 0x22);
+    let mut ctx: u64 = 0;
+    // SAFETY: io_setup writes the context id into ctx.
+    check(
+        "io_setup",
+        unsafe { libc::syscall(libc::SYS_io_setup, 1, &mut ctx as *mut u64) } as isize,
+    );
+    for i in 0..n {
+        let mut cb = Iocb {
+            lio_opcode: IOCB_CMD_PWRITE,
+            fildes: fd as u32,
+            buf: aligned.ptr as u64,
+            nbytes: BLOCK as u64,
+            offset: (2 * i * BLOCK) as i64,
+            ..Default::default()
+        };
+        let mut list = [&mut cb as *mut Iocb];
+        // SAFETY: one iocb that outlives its completion (reaped below).
+        check(
+            "io_submit",
+            unsafe { libc::syscall(libc::SYS_io_submit, ctx, 1, list.as_mut_ptr()) } as isize,
+        );
+        // 512 bytes into the next block: not aligned to the filesystem's block.
+        // SAFETY: small holds 512 bytes, aligned.
+        calls.time(WRITE, "unaligned pwrite", || unsafe {
+            libc::pwrite(
+                fd,
+                small.ptr.cast(),
+                512,
+                ((2 * i + 1) * BLOCK + 512) as i64,
+            )
+        });
+        let mut ev = [IoEvent::default()];
+        // SAFETY: room for one event; waits for it.
+        check("io_getevents", unsafe {
+            libc::syscall(
+                libc::SYS_io_getevents,
+                ctx,
+                1,
+                1,
+                ev.as_mut_ptr(),
+                std::ptr::null::<libc::timespec>(),
+            )
+        } as isize);
+        if ev[0].res != BLOCK as i64 {
+            die(format!("the aio write ended with {}", ev[0].res));
+        }
+    }
+    unsafe {
+        libc::syscall(libc::SYS_io_destroy, ctx);
+        libc::close(fd);
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        die("usage: io_patterns PATTERN PATH N [--cgroup DIR] [--threads T]".into());
+    }
+    let (name, path) = (args[1].clone(), args[2].clone());
+    let n: usize = args[3]
+        .parse()
+        .unwrap_or_else(|_| die(format!("bad N {}", args[3])));
+    let mut cgroup = None;
+    let mut threads = 8;
+    let mut rest = args[4..].iter();
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "--cgroup" => cgroup = rest.next().cloned(),
+            "--threads" => {
+                threads = rest
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| die("--threads needs a number".into()))
+            }
+            other => die(format!("unknown argument {other}")),
+        }
+    }
+    let (count, work) = pattern(&name, &path, n, threads);
+    if let Some(dir) = cgroup {
+        std::fs::write(
+            format!("{dir}/cgroup.procs"),
+            std::process::id().to_string(),
+        )
+        .unwrap_or_else(|e| die(format!("{dir}/cgroup.procs: {e}")));
+    }
+
+    // SIGUSR1 blocked in every thread; the main thread waits for it.
+    // SAFETY: a signal set of our own.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGUSR1);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    let start = Arc::new(Barrier::new(count + 1));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let workers: Vec<_> = (0..count)
+        .map(|i| {
+            let (start, work, tx) = (start.clone(), work(), tx.clone());
+            thread::spawn(move || {
+                let stats = Taskstats::open();
+                tx.send(tid()).unwrap();
+                start.wait();
+                let mut calls = Calls::default();
+                let before = stats.delays(tid());
+                work(i, &mut calls);
+                let after = stats.delays(tid());
+                (tid(), calls, before, after)
+            })
+        })
+        .collect();
+    let tids: Vec<i32> = (0..count).map(|_| rx.recv().unwrap()).collect();
+    let ids: Vec<String> = tids.iter().map(|t| t.to_string()).collect();
+    println!("ready {} {}", std::process::id(), ids.join(" "));
+    std::io::stdout().flush().ok();
+    let mut sig = 0;
+    // SAFETY: set holds SIGUSR1, blocked in this thread.
+    unsafe { libc::sigwait(&set, &mut sig) };
+    start.wait();
+    let mut out = String::new();
+    for w in workers {
+        let (tid, calls, b, a) = w.join().unwrap_or_else(|_| die("a thread failed".into()));
+        let ops = ["read", "write", "sync"]
+            .iter()
+            .enumerate()
+            .map(|(i, op)| format!("{op} {} {}", calls.n[i], calls.ns[i]))
+            .collect::<Vec<_>>()
+            .join(" ");
+        out.push_str(&format!(
+            "thread {tid} {ops} blkio_ns {} blkio_count {} run_delay_ns {} cpu_ns {}\n",
+            a.blkio_delay_ns - b.blkio_delay_ns,
+            a.blkio_count - b.blkio_count,
+            a.cpu_delay_ns - b.cpu_delay_ns,
+            a.cpu_run_ns - b.cpu_run_ns,
+        ));
+    }
+    println!("{out}done");
+}
