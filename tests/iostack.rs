@@ -8,68 +8,8 @@ mod support;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use support::breakdown::*;
 use support::*;
-
-const PARTS: [&str; 6] = [
-    "on_cpu_ns",
-    "run_queue_ns",
-    "io_queue_ns",
-    "io_device_ns",
-    "others_io_ns",
-    "other_sleep_ns",
-];
-
-/// The one JSON report iostack prints at Ctrl-C (no interval).
-fn report(stdout: &str) -> Value {
-    let reports = json_lines(stdout);
-    assert_eq!(reports.len(), 1, "one report at Ctrl-C: {stdout}");
-    let r = reports.into_iter().next().unwrap();
-    assert_eq!(r["tool"], "iostack");
-    assert_parts_add_up(&r);
-    r
-}
-
-/// Every op's parts add up to its calls' total, to the nanosecond, and that total is the
-/// syscall layer's.
-fn assert_parts_add_up(r: &Value) {
-    for op in r["ops"].as_array().unwrap() {
-        let b = &op["breakdown"];
-        let sum: u64 = PARTS.iter().map(|p| b[p].as_u64().unwrap()).sum();
-        assert_eq!(sum, b["total_ns"].as_u64().unwrap(), "{op}");
-        assert_eq!(
-            b["total_ns"], op["layers"]["syscall"]["sum_ns"],
-            "the breakdown is of the syscall layer's calls: {op}"
-        );
-        assert_eq!(op["calls"], op["layers"]["syscall"]["count"], "{op}");
-    }
-}
-
-/// op -> its object in the report.
-fn ops(r: &Value) -> BTreeMap<String, Value> {
-    r["ops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| (o["op"].as_str().unwrap().to_string(), o.clone()))
-        .collect()
-}
-
-fn part(op: &Value, name: &str) -> u64 {
-    op["breakdown"][name].as_u64().unwrap()
-}
-
-fn io_wait(op: &Value) -> u64 {
-    part(op, "io_queue_ns") + part(op, "io_device_ns") + part(op, "others_io_ns")
-}
-
-fn unwaited(r: &Value) -> u64 {
-    r["unwaited"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_u64().unwrap())
-        .sum()
-}
 
 /// `key value` pairs of a helper's last line.
 fn figures(line: &str) -> BTreeMap<String, u64> {
@@ -86,7 +26,7 @@ fn throttled_direct_reads_wait_in_the_os_queue_not_on_the_device() {
     require_root();
     let dev = LoopDevice::new(64);
     // 20 reads a second: every read after the throttle's first waits about 50 ms.
-    let throttle = ReadThrottle::new(&dev.name, 20);
+    let throttle = Throttle::reads(&dev.name, 20);
     let n = 10;
     let helper = Helper::start(
         "breakdown_workload",
@@ -188,7 +128,7 @@ fn a_pipe_read_whose_writer_waits_is_other_sleep_not_io() {
 /// op in iostack's report, and the kernel's own figures for the thread over its read.
 fn reader_beside_a_spinner() -> (Value, BTreeMap<String, u64>) {
     let dev = LoopDevice::new(64);
-    let throttle = ReadThrottle::new(&dev.name, 20);
+    let throttle = Throttle::reads(&dev.name, 20);
     // One read() of 80 KiB through the page cache with readahead off: 20 requests of 4 KiB,
     // one after the other, each waited for inside the one call. The reader and a spinning
     // thread share one CPU: after each wakeup the reader waits for the spinner's turn to end.
@@ -273,7 +213,7 @@ fn slow_prints_the_journey_of_a_throttled_read_with_its_block_io() {
     let _g = serial();
     require_root();
     let dev = LoopDevice::new(64);
-    let throttle = ReadThrottle::new(&dev.name, 20);
+    let throttle = Throttle::reads(&dev.name, 20);
     let helper = Helper::start(
         "breakdown_workload",
         &["direct", &dev.path, "3", "--cgroup", &throttle.path()],

@@ -121,3 +121,45 @@ fn bioslower_in_a_pid_namespace_shows_that_namespaces_pids() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn iostack_in_a_pid_namespace_follows_a_pid_of_that_namespace_through_the_scheduler() {
+    let _g = serial();
+    require_root();
+    let dir = scratch();
+    let m = Mounted::new("ext4", 64);
+    let throttle = Throttle::writes(&m.dev.name, 10);
+    // 5 O_DSYNC writes, each waiting for its throttled write and the flush for it: its own I/O.
+    let script = format!(
+        "set -e; dir={dir}
+         {w} dsync {file} 5 --cgroup {cg} >\"$dir/wl\" & wl=$!
+         until grep -qs '^ready' \"$dir/wl\"; do sleep 0.01; done
+         {start}
+         kill -USR1 $wl; wait $wl
+         kill -INT $tool; wait $tool
+         echo \"pid $wl\"",
+        dir = dir.display(),
+        w = example_bin("io_patterns").display(),
+        file = m.file("log"),
+        cg = throttle.path(),
+        start = start("tool", "iostack", &format!("-p $wl -d {} -j", m.dev.name))
+    );
+    let said = in_pid_namespace(&script);
+    let ns_pid: u32 = said.trim().strip_prefix("pid ").unwrap().parse().unwrap();
+    assert!(ns_pid < 100, "a pid of the new namespace: {said}");
+    let out = std::fs::read_to_string(dir.join("tool.out")).unwrap();
+    let r = support::breakdown::report(&out);
+    let w = support::breakdown::ops(&r).remove("write").expect("its writes");
+    assert_eq!(w["calls"], 5, "exactly its 5 writes: {w}");
+    let total = w["breakdown"]["total_ns"].as_u64().unwrap();
+    let own = support::breakdown::part(&w, "io_queue_ns")
+        + support::breakdown::part(&w, "io_device_ns");
+    // The scheduler's hooks compare its pid in the tool's namespace: its sleeps are seen, and
+    // they are its own I/O (a namespace's pid compared with the initial one's found none, and
+    // every call was on a CPU).
+    assert!(
+        own * 100 >= total * 95,
+        "its own I/O, not time on a CPU: {w}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -198,11 +198,11 @@ fn fresh_artifact(name: &str) -> (std::path::PathBuf, String) {
 /// reader is in the throttled cgroup, and ready itself before the reads start); the throttle is
 /// lifted as soon as `halfway` returns. Returns what `trace` returned.
 fn throttled_then_free_reads<T>(
-    trace: impl FnOnce(u32, &str, &ReadThrottle) -> T,
+    trace: impl FnOnce(u32, &str, &Throttle) -> T,
     halfway: impl FnOnce(&T),
 ) -> T {
     let dev = LoopDevice::new(64);
-    let throttle = ReadThrottle::new(&dev.name, IOPS);
+    let throttle = Throttle::reads(&dev.name, IOPS);
     let helper = Helper::start("timed_reads", &[&dev.path, &SECONDS.to_string()]);
     throttle.adopt(helper.pid);
     let tracer = trace(helper.pid, &helper.ready[0], &throttle);

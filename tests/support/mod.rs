@@ -1,6 +1,7 @@
 //! Shared fixtures for tests that run the tools against the real kernel (as root).
 #![allow(dead_code)]
 
+pub mod breakdown;
 pub mod browser;
 
 use std::fs;
@@ -71,6 +72,58 @@ fn rand_suffix() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos() as u64)
         .unwrap_or(0)
+}
+
+/// A filesystem made on a loop device of its own and mounted in a temporary directory;
+/// unmounted, detached and deleted on drop.
+pub struct Mounted {
+    pub dev: LoopDevice,
+    pub dir: PathBuf,
+}
+
+impl Mounted {
+    /// `fs`: ext4, xfs or btrfs (their mkfs from e2fsprogs, xfsprogs, btrfs-progs).
+    pub fn new(fs: &str, size_mib: u64) -> Mounted {
+        let dev = LoopDevice::new(size_mib);
+        let mkfs = match fs {
+            "ext4" => vec!["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
+            "xfs" => vec!["mkfs.xfs", "-q", "-f"],
+            "btrfs" => vec!["mkfs.btrfs", "-q", "-f"],
+            other => panic!("no mkfs for {other}"),
+        };
+        let out = Command::new(mkfs[0])
+            .args(&mkfs[1..])
+            .arg(&dev.path)
+            .output()
+            .unwrap_or_else(|e| panic!("{} (install-deps installs it): {e}", mkfs[0]));
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            mkfs[0],
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dir = std::env::temp_dir().join(format!("iostack-mnt-{}-{}", dev.name, rand_suffix()));
+        fs::create_dir_all(&dir).expect("mount point");
+        let ok = Command::new("mount")
+            .args(["-t", fs, &dev.path])
+            .arg(&dir)
+            .status()
+            .expect("run mount")
+            .success();
+        assert!(ok, "mounting {fs} on {}", dir.display());
+        Mounted { dev, dir }
+    }
+
+    pub fn file(&self, name: &str) -> String {
+        self.dir.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.dir).status();
+        let _ = fs::remove_dir(&self.dir);
+    }
 }
 
 /// Completed reads and writes of a disk, from /proc/diskstats.
@@ -471,17 +524,27 @@ impl Helper {
     }
 }
 
-/// A cgroup whose block I/O throttle slows reads of one disk to `iops` a second (blk-throttle:
-/// cgroup v1 `blkio.throttle.read_iops_device`, or cgroup v2 `io.max`). Removed on drop.
-pub struct ReadThrottle {
+/// A blkio (cgroup v1) or io (v2) cgroup whose processes' I/O on one disk blk-throttle holds to
+/// so many operations a second; removed on drop.
+pub struct Throttle {
     pub dir: PathBuf,
     /// The disk's MAJ:MIN, and whether the throttle is cgroup v1's.
     dev: String,
     v1: bool,
 }
 
-impl ReadThrottle {
-    pub fn new(disk: &str, iops: u32) -> ReadThrottle {
+impl Throttle {
+    /// Reads of `disk` held to `iops` a second (writes free).
+    pub fn reads(disk: &str, iops: u32) -> Throttle {
+        Throttle::new(disk, Some(iops), None)
+    }
+
+    /// Writes of `disk` held to `iops` a second (flushes count as writes; reads free).
+    pub fn writes(disk: &str, iops: u32) -> Throttle {
+        Throttle::new(disk, None, Some(iops))
+    }
+
+    pub fn new(disk: &str, read_iops: Option<u32>, write_iops: Option<u32>) -> Throttle {
         let dev = fs::read_to_string(format!("/sys/block/{disk}/dev")).expect("disk's dev");
         let dev = dev.trim();
         let mounts = fs::read_to_string("/proc/mounts").expect("/proc/mounts");
@@ -494,12 +557,15 @@ impl ReadThrottle {
         if let Some(root) = v1 {
             let dir = root.join(name);
             fs::create_dir(&dir).expect("create a blkio cgroup");
-            fs::write(
-                dir.join("blkio.throttle.read_iops_device"),
-                format!("{dev} {iops}"),
-            )
-            .expect("set the read throttle");
-            return ReadThrottle {
+            for (file, iops) in [
+                ("blkio.throttle.read_iops_device", read_iops),
+                ("blkio.throttle.write_iops_device", write_iops),
+            ] {
+                if let Some(iops) = iops {
+                    fs::write(dir.join(file), format!("{dev} {iops}")).expect("set the throttle");
+                }
+            }
+            return Throttle {
                 dir,
                 dev: dev.to_string(),
                 v1: true,
@@ -515,8 +581,15 @@ impl ReadThrottle {
         let _ = fs::write(root.join("cgroup.subtree_control"), "+io");
         let dir = root.join(name);
         fs::create_dir(&dir).expect("create a cgroup");
-        fs::write(dir.join("io.max"), format!("{dev} riops={iops}")).expect("set io.max");
-        ReadThrottle {
+        let mut max = dev.to_string();
+        if let Some(r) = read_iops {
+            max.push_str(&format!(" riops={r}"));
+        }
+        if let Some(w) = write_iops {
+            max.push_str(&format!(" wiops={w}"));
+        }
+        fs::write(dir.join("io.max"), max).expect("set io.max");
+        Throttle {
             dir,
             dev: dev.to_string(),
             v1: false,
@@ -550,7 +623,7 @@ impl ReadThrottle {
     }
 }
 
-impl Drop for ReadThrottle {
+impl Drop for Throttle {
     fn drop(&mut self) {
         let _ = fs::remove_dir(&self.dir);
     }

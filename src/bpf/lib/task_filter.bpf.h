@@ -18,8 +18,6 @@ struct task_filter {
 	__u64 cgroup_id;    /* a cgroup v2 (and its descendants); 0: any */
 	__u64 pidns_dev;    /* the tool's pid namespace, where it is not the initial one: */
 	__u64 pidns_ino;    /* -p/--tid and the pids shown are that namespace's; 0: initial */
-	__u32 pidns_level;  /* its level (0: the initial namespace) */
-	__u32 pad;
 };
 
 const volatile struct task_filter task_filter = {};
@@ -72,21 +70,30 @@ static __always_inline __u64 current_ids(void)
 	return (__u64)ns.tgid << 32 | ns.pid;
 }
 
-/* A struct pid's number in the tool's pid namespace (its upid at that level), 0 if it has none
- * there. */
+/* Pid namespaces nested deeper than this below the initial one are not searched. */
+#define IOSTACK_PIDNS_LEVELS 8
+
+/* A struct pid's number in the tool's pid namespace (its upid at the level whose namespace is
+ * the tool's), 0 if it has none there. The level is found by the namespace's inode: a process
+ * inside a pid namespace cannot tell its level from its own /proc (its NSpid line starts at
+ * that namespace). */
 static __always_inline __u32 pid_in_ns(struct pid *pid)
 {
-	__u32 level = task_filter.pidns_level;
+	__u64 numbers = (__u64)pid + bpf_core_field_offset(struct pid, numbers);
 	struct upid up = {};
+	__u32 level;
 
-	if (!pid || BPF_CORE_READ(pid, level) < level)
+	if (!pid)
 		return 0;
-	bpf_probe_read_kernel(&up, sizeof(up),
-			      (void *)pid + bpf_core_field_offset(struct pid, numbers) +
-				      level * sizeof(struct upid));
-	if (!up.ns || BPF_CORE_READ(up.ns, ns.inum) != task_filter.pidns_ino)
-		return 0;
-	return up.nr;
+	level = BPF_CORE_READ(pid, level);
+	for (__u32 i = 1; i < IOSTACK_PIDNS_LEVELS; i++) {
+		if (i > level)
+			break;
+		bpf_probe_read_kernel(&up, sizeof(up), (void *)(numbers + i * sizeof(struct upid)));
+		if (up.ns && BPF_CORE_READ(up.ns, ns.inum) == task_filter.pidns_ino)
+			return up.nr;
+	}
+	return 0;
 }
 
 /* Any task's (tgid << 32 | tid) as the tool's pid namespace numbers them (the scheduler's

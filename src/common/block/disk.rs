@@ -62,6 +62,43 @@ impl DiskFilter {
         devs
     }
 
+    /// The devices its files can be on, as a file's superblock names them (s_dev): the disk,
+    /// its partitions, and the device number of each filesystem mounted from one of them where
+    /// that is not the block device's own (btrfs gives every subvolume an anonymous 0:NN), from
+    /// /proc/self/mountinfo.
+    pub fn file_devices(&self) -> Vec<u32> {
+        let mut devs = self.with_partitions();
+        let names: Vec<String> = std::iter::once(self.name.clone())
+            .chain(
+                fs::read_dir(Path::new("/sys/block").join(&self.name))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|e| e.path().join("partition").exists())
+                    .map(|e| e.file_name().to_string_lossy().into_owned()),
+            )
+            .collect();
+        let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        for line in mountinfo.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let Some(sep) = fields.iter().position(|f| *f == "-") else {
+                continue;
+            };
+            let (Some(dev), Some(source)) = (fields.get(2), fields.get(sep + 2)) else {
+                continue;
+            };
+            let from_us = source
+                .strip_prefix("/dev/")
+                .is_some_and(|s| names.iter().any(|n| n == s));
+            if let (true, Some(dev)) = (from_us, parse_dev(dev)) {
+                if !devs.contains(&dev) {
+                    devs.push(dev);
+                }
+            }
+        }
+        devs
+    }
+
     pub fn parse(arg: &str) -> Result<DiskFilter> {
         let name = arg.strip_prefix("/dev/").unwrap_or(arg);
         if name.is_empty() || name.contains('/') || name.starts_with('.') {

@@ -110,30 +110,20 @@ pub struct TaskFilter {
     pub comm: Option<CommFilter>,
     /// A cgroup v2 and its descendants.
     pub cgroup: Option<CgroupFilter>,
-    /// The tool's own pid namespace (dev, inode of /proc/self/ns/pid, level) where it is not
-    /// the initial one: pids given and shown are that namespace's.
-    pub pid_namespace: Option<(u64, u64, u32)>,
+    /// The tool's own pid namespace (dev, inode of /proc/self/ns/pid) where it is not the
+    /// initial one: pids given and shown are that namespace's.
+    pub pid_namespace: Option<(u64, u64)>,
 }
 
 /// The initial pid namespace's inode (PROC_PID_INIT_INO in include/linux/proc_ns.h).
 const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
 
 /// This process's pid namespace, where it is not the initial one (a container's, or
-/// `unshare --pid`): (dev, inode) of /proc/self/ns/pid, as bpf_get_ns_current_pid_tgid takes,
-/// and its level below the initial one (the pids after the first on /proc/self/status's NSpid
-/// line), at which a task's struct pid holds its number there.
-pub fn own_pid_namespace() -> Option<(u64, u64, u32)> {
+/// `unshare --pid`): (dev, inode) of /proc/self/ns/pid, as bpf_get_ns_current_pid_tgid takes.
+pub fn own_pid_namespace() -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     let ns = std::fs::metadata("/proc/self/ns/pid").ok()?;
-    if ns.ino() == INITIAL_PID_NS {
-        return None;
-    }
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let level = status
-        .lines()
-        .find_map(|l| l.strip_prefix("NSpid:"))
-        .map_or(1, |pids| pids.split_whitespace().count().saturating_sub(1)) as u32;
-    Some((ns.dev(), ns.ino(), level))
+    (ns.ino() != INITIAL_PID_NS).then(|| (ns.dev(), ns.ino()))
 }
 
 /// `struct task_filter` as the BPF side lays it out.
@@ -148,8 +138,6 @@ pub struct BpfTaskFilter {
     pub cgroup_id: u64,
     pub pidns_dev: u64,
     pub pidns_ino: u64,
-    pub pidns_level: u32,
-    pub pad: u32,
 }
 
 // SAFETY: integers and bytes; any bit pattern is valid.
@@ -186,9 +174,8 @@ impl TaskFilter {
             has_comm: self.comm.is_some() as u32,
             cgroup_level: self.cgroup.as_ref().map_or(0, |c| c.level),
             cgroup_id: self.cgroup.as_ref().map_or(0, |c| c.id),
-            pidns_dev: self.pid_namespace.map_or(0, |(dev, _, _)| dev),
-            pidns_ino: self.pid_namespace.map_or(0, |(_, ino, _)| ino),
-            pidns_level: self.pid_namespace.map_or(0, |(_, _, level)| level),
+            pidns_dev: self.pid_namespace.map_or(0, |(dev, _)| dev),
+            pidns_ino: self.pid_namespace.map_or(0, |(_, ino)| ino),
             ..Default::default()
         };
         if let Some(c) = &self.comm {

@@ -248,28 +248,6 @@ impl Tool for Iostack {
     }
 }
 
-/// The devices of a disk's partitions and the disk itself, for `-d` on files.
-fn disk_and_partitions(disk: &DiskFilter) -> Vec<u32> {
-    let mut devs = vec![disk.dev];
-    let dir = std::path::Path::new("/sys/block").join(&disk.name);
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        for e in entries.flatten() {
-            let dev = std::fs::read_to_string(e.path().join("dev")).ok();
-            let parsed = dev.as_deref().and_then(|s| {
-                let (ma, mi) = s.trim().split_once(':')?;
-                Some(crate::common::block::disk::kernel_dev(
-                    ma.parse().ok()?,
-                    mi.parse().ok()?,
-                ))
-            });
-            if let Some(d) = parsed {
-                devs.push(d);
-            }
-        }
-    }
-    devs
-}
-
 fn load(
     plan: &IostackPlan,
     opts: &IostackOptions,
@@ -342,7 +320,7 @@ fn load(
             for (dst, dev) in rodata
                 .disk_devs
                 .iter_mut()
-                .zip(disk_and_partitions(d).into_iter().take(DISK_DEVS))
+                .zip(d.file_devices().into_iter().take(DISK_DEVS))
             {
                 *dst = dev;
             }

@@ -175,10 +175,10 @@ fn load(
             opts.tasks.cgroup.as_ref(),
         )?;
         if let Some(disk) = &opts.disk {
-            let devs = disk.with_partitions();
+            let devs = disk.file_devices();
             if devs.len() > MAX_DEVS {
                 return Err(anyhow!(
-                    "{} has {} partitions; rastat -d follows at most {}",
+                    "{} has {} partitions and filesystems; rastat -d follows at most {}",
                     disk.name,
                     devs.len() - 1,
                     MAX_DEVS - 1
