@@ -149,11 +149,13 @@ fn iostack_in_a_pid_namespace_follows_a_pid_of_that_namespace_through_the_schedu
     assert!(ns_pid < 100, "a pid of the new namespace: {said}");
     let out = std::fs::read_to_string(dir.join("tool.out")).unwrap();
     let r = support::breakdown::report(&out);
-    let w = support::breakdown::ops(&r).remove("write").expect("its writes");
+    let w = support::breakdown::ops(&r)
+        .remove("write")
+        .expect("its writes");
     assert_eq!(w["calls"], 5, "exactly its 5 writes: {w}");
     let total = w["breakdown"]["total_ns"].as_u64().unwrap();
-    let own = support::breakdown::part(&w, "io_queue_ns")
-        + support::breakdown::part(&w, "io_device_ns");
+    let own =
+        support::breakdown::part(&w, "io_queue_ns") + support::breakdown::part(&w, "io_device_ns");
     // The scheduler's hooks compare its pid in the tool's namespace: its sleeps are seen, and
     // they are its own I/O (a namespace's pid compared with the initial one's found none, and
     // every call was on a CPU).

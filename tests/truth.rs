@@ -62,7 +62,13 @@ fn threads(out: &str) -> Vec<Thread> {
 
 /// Runs io_patterns' `pattern` in the throttle's cgroup, traced by iostack (its one thread, or
 /// its process when it has several) on `disk`: the helper's threads and iostack's report.
-fn traced(pattern: &str, file: &str, n: u32, throttle: &Throttle, disk: &str) -> (Vec<Thread>, Value) {
+fn traced(
+    pattern: &str,
+    file: &str,
+    n: u32,
+    throttle: &Throttle,
+    disk: &str,
+) -> (Vec<Thread>, Value) {
     let _delays = Sysctl::set("kernel.task_delayacct", "1");
     let mut args = vec![pattern.to_string(), file.to_string(), n.to_string()];
     args.extend(["--cgroup".to_string(), throttle.path()]);
@@ -96,7 +102,10 @@ fn assert_own_io(what: &str, r: &Value, ts: &[Thread], op: &str) -> Value {
     let calls: u64 = ts.iter().map(|t| t.calls[op].0).sum();
     let their_ns: u64 = ts.iter().map(|t| t.calls[op].1).sum();
     let blkio_ns: u64 = ts.iter().map(|t| t.blkio_ns).sum();
-    assert_eq!(o["calls"], calls, "{what}: exactly the helper's {op} calls: {o}");
+    assert_eq!(
+        o["calls"], calls,
+        "{what}: exactly the helper's {op} calls: {o}"
+    );
     let total = o["breakdown"]["total_ns"].as_u64().unwrap();
     assert!(
         total <= their_ns && total * 100 >= their_ns * 97,
@@ -109,7 +118,9 @@ fn assert_own_io(what: &str, r: &Value, ts: &[Thread], op: &str) -> Value {
     let own = share(part(&o, "io_queue_ns") + part(&o, "io_device_ns"), total);
     let truth = share(blkio_ns, their_ns);
     let others = share(part(&o, "others_io_ns"), total);
-    eprintln!("{what}: own I/O {own:.1}%, the kernel's I/O wait {truth:.1}%, others' I/O {others:.1}%");
+    eprintln!(
+        "{what}: own I/O {own:.1}%, the kernel's I/O wait {truth:.1}%, others' I/O {others:.1}%"
+    );
     assert!(
         (own - truth).abs() <= 5.0,
         "{what}: own I/O {own:.1}% of the calls' time, the kernel's delay accounting {truth:.1}%: {o}"
@@ -136,7 +147,10 @@ fn an_o_dsync_write_waits_for_its_write_and_the_flush_the_kernel_sends_for_it() 
     let (m, t) = write_throttled("ext4");
     let (ts, r) = traced("dsync", &m.file("log"), 8, &t, &m.dev.name);
     let w = assert_own_io("O_DSYNC writes", &r, &ts, "write");
-    assert_eq!(w["ios"], 16, "each write waited for its data and its flush: {w}");
+    assert_eq!(
+        w["ios"], 16,
+        "each write waited for its data and its flush: {w}"
+    );
 }
 
 #[test]
@@ -146,7 +160,10 @@ fn an_o_direct_o_dsync_write_is_its_own_io_with_the_flush_the_kernel_builds() {
     let (m, t) = write_throttled("ext4");
     let (ts, r) = traced("direct-dsync", &m.file("log"), 8, &t, &m.dev.name);
     let w = assert_own_io("O_DIRECT|O_DSYNC writes", &r, &ts, "write");
-    assert_eq!(w["ios"], 16, "each write waited for its data and its flush: {w}");
+    assert_eq!(
+        w["ios"], 16,
+        "each write waited for its data and its flush: {w}"
+    );
 }
 
 #[test]
@@ -156,7 +173,10 @@ fn postgresqls_wal_pattern_fdatasync_after_an_overwrite_is_the_callers_own_io() 
     let (m, t) = write_throttled("ext4");
     let (ts, r) = traced("overwrite-fdatasync", &m.file("wal"), 8, &t, &m.dev.name);
     let s = assert_own_io("fdatasync after an overwrite", &r, &ts, "sync");
-    assert_eq!(s["ios"], 16, "each fdatasync waited for its data and its flush: {s}");
+    assert_eq!(
+        s["ios"], 16,
+        "each fdatasync waited for its data and its flush: {s}"
+    );
 }
 
 #[test]
@@ -222,7 +242,10 @@ fn writers_queued_on_one_inodes_lock_wait_for_each_others_io_not_other_sleep() {
     let own = share(part(&w, "io_queue_ns") + part(&w, "io_device_ns"), total);
     let io = share(io_wait(&w), total);
     let busy = share(part(&w, "on_cpu_ns") + part(&w, "run_queue_ns"), total);
-    let via = share(w["breakdown"]["others_io_via_waker_ns"].as_u64().unwrap(), total);
+    let via = share(
+        w["breakdown"]["others_io_via_waker_ns"].as_u64().unwrap(),
+        total,
+    );
     let sleep = share(part(&w, "other_sleep_ns"), total);
     eprintln!("appenders: own {own:.1}%, all I/O {io:.1}%, through wakers {via:.1}%, other sleep {sleep:.1}%, on CPU or waiting for one {busy:.1}%");
     // Each writer waits for the lock, held across the writes of the writers before it (their
@@ -239,7 +262,10 @@ fn writers_queued_on_one_inodes_lock_wait_for_each_others_io_not_other_sleep() {
         sleep <= 5.0,
         "the wait for the lock is the other writers' I/O, not other sleep ({sleep:.1}%): {w}"
     );
-    assert!(own > 0.0 && via > 0.0, "own writes and the writers' before: {w}");
+    assert!(
+        own > 0.0 && via > 0.0,
+        "own writes and the writers' before: {w}"
+    );
 }
 
 #[test]

@@ -66,4 +66,3 @@ pub fn unwaited(r: &Value) -> u64 {
         .map(|v| v.as_u64().unwrap())
         .sum()
 }
-

@@ -86,7 +86,13 @@ impl Mounted {
     pub fn new(fs: &str, size_mib: u64) -> Mounted {
         let dev = LoopDevice::new(size_mib);
         let mkfs = match fs {
-            "ext4" => vec!["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
+            "ext4" => vec![
+                "mkfs.ext4",
+                "-q",
+                "-F",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+            ],
             "xfs" => vec!["mkfs.xfs", "-q", "-f"],
             "btrfs" => vec!["mkfs.btrfs", "-q", "-f"],
             other => panic!("no mkfs for {other}"),
@@ -167,7 +173,12 @@ pub fn dd_direct(path: &str, count: u64, write: bool) -> u32 {
     pid
 }
 
+/// A tool's binary: this build's, or with IOSTACK_TEST_BIN_DIR set, that directory's (to hold
+/// another build to the same tests: the build before a change, which its new tests must fail).
 pub fn bin(tool: &str) -> String {
+    if let Ok(dir) = std::env::var("IOSTACK_TEST_BIN_DIR") {
+        return format!("{dir}/{tool}");
+    }
     match tool {
         "biolat" => env!("CARGO_BIN_EXE_biolat").to_string(),
         "syslat" => env!("CARGO_BIN_EXE_syslat").to_string(),
@@ -594,6 +605,16 @@ impl Throttle {
             dev: dev.to_string(),
             v1: false,
         }
+    }
+
+    /// Holds writes to `iops` a second from now on (a throttle made with none).
+    pub fn limit_writes(&self, iops: u32) {
+        let dev = &self.dev;
+        let (file, value) = match self.v1 {
+            true => ("blkio.throttle.write_iops_device", format!("{dev} {iops}")),
+            false => ("io.max", format!("{dev} wiops={iops}")),
+        };
+        fs::write(self.dir.join(file), value).expect("set the write throttle");
     }
 
     /// The throttle's cgroup when it is a cgroup v2 (a host without blkio v1): a process moved

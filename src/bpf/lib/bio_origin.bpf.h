@@ -336,13 +336,33 @@ TP_TWINS(block_bio_queue, bio_queue, bio_queue_args)
 /* The front part of a split bio is never passed to block_bio_queue; it becomes a request. */
 TP_TWINS(block_split, split, bio_queue_args)
 
+static __always_inline int link_clone(struct bio *clone, __u32 dev, __u64 from);
+
 /* block_bio_remap(clone, dev, from): a stacked device remaps a bio as `clone`, from its bio at
  * sector `from` of device `dev` (a partition's remap keeps the same bio: nothing to link). */
 static __always_inline int bio_remap_args(__u64 *args, bool typed)
 {
 	struct bio *clone = (struct bio *)tp_arg0_or_1(args, !bio_tp_with_queue);
-	__u32 dev = (__u32)(bio_tp_with_queue ? args[2] : args[1]);
-	__u64 from = bio_tp_with_queue ? args[3] : args[2];
+	__u64 dev, from;
+
+	/* Each argument at its own literal offset (lib/blk.bpf.h, tp_arg0_or_1). */
+	if (bio_tp_with_queue) {
+		dev = args[2];
+		barrier_var(dev);
+		from = args[3];
+		barrier_var(from);
+	} else {
+		dev = args[1];
+		barrier_var(dev);
+		from = args[2];
+		barrier_var(from);
+	}
+	return link_clone(clone, (__u32)dev, from);
+}
+
+/* A stacked device's clone `clone` of its bio at sector `from` of device `dev`. */
+static __always_inline int link_clone(struct bio *clone, __u32 dev, __u64 from)
+{
 	struct upper_key k = {.dev = dev, .chunk = from >> IOSTACK_UPPER_SHIFT};
 	struct bio_origin *above, o;
 	struct upper_bio *u;
@@ -385,6 +405,14 @@ static __always_inline int throttle_entry(void *ctx, enum hook_flavour flavour)
 
 	if (!bio || !disk_selected(bio_dev(bio)))
 		return 0;
+	found = bpf_map_lookup_elem(&bio_origins, &key);
+	if (found && (found->flags & ORIGIN_F_PENDING)) {
+		/* A stacked device's clone, linked to its bio above (from a worker, for dm-delay):
+		 * its owner stays; the throttle may hold it from now. */
+		found->flags |= ORIGIN_F_HELD;
+		found->ts = bpf_ktime_get_ns();
+		return 0;
+	}
 	submitter_cgroup(&o);
 	if (!bio_origin_call(&o))
 		return 0;
@@ -393,7 +421,6 @@ static __always_inline int throttle_entry(void *ctx, enum hook_flavour flavour)
 		o.flags |= ORIGIN_F_FLUSH_SEQ;
 	o.flags |= ORIGIN_F_HELD | ORIGIN_F_PENDING;
 	o.ts = bpf_ktime_get_ns();
-	found = bpf_map_lookup_elem(&bio_origins, &key);
 	if (found)
 		*found = o;
 	else

@@ -639,7 +639,12 @@ impl Iostack {
             .take(e.nreq as usize)
             .map(|r| JourneyIo {
                 disk: self.disks.name_or_reload(r.dev),
-                rwbs: self.flags.rwbs(r.cmd_flags),
+                // A flush the machinery served ends with its PREFLUSH taken off: shown as the
+                // bio asked for it (blktrace's F before the op).
+                rwbs: match (r.bytes, r.flushes) {
+                    (0, 1..) => format!("F{}", self.flags.rwbs(r.cmd_flags)),
+                    _ => self.flags.rwbs(r.cmd_flags),
+                },
                 sector: r.sector,
                 bytes: r.bytes,
                 held_ns: r.held_ns,

@@ -16,37 +16,6 @@ bw="$helpers/breakdown_workload"
 flat="$helpers/json_flat"
 fast=${IOSTACK_FAST_DISK:?}
 
-# --- reading iostack's JSON (json_flat prints `LINE.PATH VALUE`) ----------------------------
-
-# op_field NAME OP PATH: PATH (e.g. breakdown.io_queue_ns) of operation OP in NAME's first report;
-# empty if OP is not there.
-op_field() {
-  "$flat" "$(out_of "$1")" >"$IOSTACK_WORK/$1.flat" 2>/dev/null
-  awk -v op="\"$2\"" -v path="$3" '
-    $1 ~ /^0\.ops\.[0-9]+\.op$/ && $2 == op { split($1, p, "."); k = p[3] }
-    { v[$1] = $2 }
-    END { if (k != "") print v["0.ops." k "." path] }' "$IOSTACK_WORK/$1.flat"
-}
-
-# parts_add_up NAME: every op's six parts add up to its total, and that total is its syscall
-# layer's sum; prints the ops that do not.
-parts_add_up() {
-  "$flat" "$(out_of "$1")" | awk '
-    $1 ~ /^0\.ops\.[0-9]+\.breakdown\./ {
-      split($1, p, "."); k = p[3]; f = p[5]
-      if (f == "total_ns") t[k] = $2
-      else if (f != "others_io_via_waker_ns") s[k] += $2
-    }
-    $1 ~ /^0\.ops\.[0-9]+\.layers\.syscall\.sum_ns$/ { split($1, p, "."); y[p[3]] = $2 }
-    $1 ~ /^0\.ops\.[0-9]+\.op$/ { split($1, p, "."); name[p[3]] = $2 }
-    END { for (k in t) if (s[k] != t[k] || y[k] != t[k]) printf "%s: parts %s, total %s, syscall %s; ", name[k], s[k], t[k], y[k] }'
-}
-
-# io_of NAME OP: the op's time waiting for I/O (OS queue + device + others' I/O).
-io_of() {
-  echo $(($(op_field "$1" "$2" breakdown.io_queue_ns) + $(op_field "$1" "$2" breakdown.io_device_ns) + $(op_field "$1" "$2" breakdown.others_io_ns)))
-}
-
 # with_helper NAME HELPER_ARGS -- TOOL_ARGS: starts breakdown_workload, traces its reader thread
 # (--tid), lets it read, stops the tool. The helper's last line in NAME.wl.
 with_helper() {

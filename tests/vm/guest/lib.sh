@@ -41,6 +41,7 @@ check() {
   _name=$1 _status=$2
   shift 2
   echo "IOSTACK-CHECK $IOSTACK_TOOL $_name $_status $(printf '%s' "$*" | tr '\n\r' '  ')"
+  echo "$_name $_status" >>"$IOSTACK_WORK/checks"
   _now=$(now_ms)
   echo "IOSTACK-TIME $IOSTACK_TOOL $_name $((_now - _mark_ms))"
   _mark_ms=$_now
@@ -639,4 +640,35 @@ json_async() {
       n2 = split(a, kv, ","); for (i = 1; i <= n2; i++) { split(kv[i], p, ":"); gsub(/"/, "", p[1]); if (p[1] == op) n += p[2] }
     }
     END { print n + 0 }' "$1"
+}
+
+# --- reading iostack's JSON (json_flat prints `LINE.PATH VALUE`) ----------------------------
+
+# op_field NAME OP PATH: PATH (e.g. breakdown.io_queue_ns) of operation OP in NAME's first report;
+# empty if OP is not there.
+op_field() {
+  "${IOSTACK_HELPERS:-/iostack/helpers}/json_flat" "$(out_of "$1")" >"$IOSTACK_WORK/$1.flat" 2>/dev/null
+  awk -v op="\"$2\"" -v path="$3" '
+    $1 ~ /^0\.ops\.[0-9]+\.op$/ && $2 == op { split($1, p, "."); k = p[3] }
+    { v[$1] = $2 }
+    END { if (k != "") print v["0.ops." k "." path] }' "$IOSTACK_WORK/$1.flat"
+}
+
+# parts_add_up NAME: every op's six parts add up to its total, and that total is its syscall
+# layer's sum; prints the ops that do not.
+parts_add_up() {
+  "${IOSTACK_HELPERS:-/iostack/helpers}/json_flat" "$(out_of "$1")" | awk '
+    $1 ~ /^0\.ops\.[0-9]+\.breakdown\./ {
+      split($1, p, "."); k = p[3]; f = p[5]
+      if (f == "total_ns") t[k] = $2
+      else if (f != "others_io_via_waker_ns") s[k] += $2
+    }
+    $1 ~ /^0\.ops\.[0-9]+\.layers\.syscall\.sum_ns$/ { split($1, p, "."); y[p[3]] = $2 }
+    $1 ~ /^0\.ops\.[0-9]+\.op$/ { split($1, p, "."); name[p[3]] = $2 }
+    END { for (k in t) if (s[k] != t[k] || y[k] != t[k]) printf "%s: parts %s, total %s, syscall %s; ", name[k], s[k], t[k], y[k] }'
+}
+
+# io_of NAME OP: the op's time waiting for I/O (OS queue + device + others' I/O).
+io_of() {
+  echo $(($(op_field "$1" "$2" breakdown.io_queue_ns) + $(op_field "$1" "$2" breakdown.io_device_ns) + $(op_field "$1" "$2" breakdown.others_io_ns)))
 }

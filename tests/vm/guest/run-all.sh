@@ -39,10 +39,13 @@ else
 fi
 
 for script in "$guest_dir"/*.sh; do
-  tool=$(basename "$script" .sh)
+  # <tool>.sh, or <tool>.<part>.sh: a tool's checks in more than one script (run-matrix puts
+  # each in a shard of its own); the part's name selects it, the tool runs it.
+  part=$(basename "$script" .sh)
+  tool=${part%%.*}
   case "$tool" in lib | run-all) continue ;; esac
-  # IOSTACK_TOOLS=a,b: only those tools' checks (run-matrix's IOSTACK_MATRIX_TOOLS, to iterate).
-  case ",${IOSTACK_TOOLS:-$tool}," in *",$tool,"*) ;; *) continue ;; esac
+  # IOSTACK_TOOLS=a,b: only those scripts' checks (run-matrix's shards and IOSTACK_MATRIX_TOOLS).
+  case ",${IOSTACK_TOOLS:-$part}," in *",$part,"*) ;; *) continue ;; esac
   IOSTACK_TOOL=$tool
   if [ ! -x "$IOSTACK_BIN/$tool" ]; then
     na binary "$IOSTACK_BIN/$tool is not built"
@@ -53,7 +56,7 @@ for script in "$guest_dir"/*.sh; do
   t0=$(now_ms)
   IOSTACK_TOOL=$tool timeout "${IOSTACK_TOOL_TIMEOUT:-300}" sh "$script"
   rc=$?
-  echo "IOSTACK-TIME $tool * $(($(now_ms) - t0))"
+  echo "IOSTACK-TIME $part * $(($(now_ms) - t0))"
   [ "$rc" -eq 0 ] || fail script "$script exited with status $rc (timed out if 124/143)"
 done
 

@@ -1,0 +1,252 @@
+//! iostack against applications' own clocks: fio's count and latencies of the reads it makes,
+//! and a real PostgreSQL's count and time of its WAL syncs (`pg_stat_wal`, with
+//! `track_wal_io_timing`, whose timer wraps the syscall), under pgbench on a disk whose writes
+//! blk-throttle holds: the syncs are the backends' own I/O, every one of them counted.
+
+mod support;
+
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use support::breakdown::*;
+use support::*;
+
+fn log2_bucket(ns: f64) -> u32 {
+    (ns.max(1.0)).log2().floor() as u32
+}
+
+#[test]
+fn fios_reads_are_counted_and_timed_as_fio_counts_and_times_them() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    let throttle = Throttle::reads(&dev.name, 40);
+    let tool = Running::start("iostack", &["-c", "fio", "-d", &dev.name, "-j"]);
+    let ios = 60;
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ >{}/cgroup.procs && exec fio --name=reads --filename={} --direct=1 --rw=randread --bs=4k --ioengine=psync --size=32M --number_ios={ios} --output-format=json",
+            throttle.path(),
+            dev.path
+        ))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run fio (install-deps installs it)");
+    assert!(out.status.success(), "fio failed");
+    let (code, stdout, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+    let fio: Value = serde_json::from_slice(&out.stdout).expect("fio's JSON");
+    let read = &fio["jobs"][0]["read"];
+    let r = report(&stdout);
+    let ours = ops(&r).remove("read").expect("fio's reads");
+    assert_eq!(
+        ours["calls"], read["total_ios"],
+        "exactly fio's reads: {ours} / {read}"
+    );
+    assert_eq!(read["total_ios"], ios, "{read}");
+    let mean = ours["layers"]["syscall"]["avg_ns"].as_f64().unwrap();
+    let fio_mean = read["clat_ns"]["mean"].as_f64().unwrap();
+    let ratio = mean / fio_mean;
+    eprintln!("fio: {ios} reads, clat mean {fio_mean:.0} ns; iostack {mean:.0} ns ({ratio:.3})");
+    assert!(
+        (0.97..=1.03).contains(&ratio),
+        "the calls' mean {mean} ns against fio's completion latency {fio_mean} ns: {ratio}"
+    );
+    for (ours_p, fio_p) in [("p50_ns", "50.000000"), ("p99_ns", "99.000000")] {
+        let a = ours["layers"]["syscall"][ours_p].as_f64().unwrap();
+        let b = read["clat_ns"]["percentile"][fio_p].as_f64().unwrap();
+        assert_eq!(
+            log2_bucket(a),
+            log2_bucket(b),
+            "{ours_p}: {a} ns in the bucket of fio's {fio_p}th percentile {b} ns"
+        );
+    }
+    // Each read waits for its own read, held by blk-throttle.
+    let total = ours["breakdown"]["total_ns"].as_u64().unwrap();
+    let own = part(&ours, "io_queue_ns") + part(&ours, "io_device_ns");
+    assert!(own * 100 >= total * 95, "its own I/O: {ours}");
+}
+
+/// A PostgreSQL instance of its own: its data and WAL on one filesystem (whose writes a throttle
+/// can hold), a private port and socket; stopped at once on drop.
+struct Postgres {
+    bin: std::path::PathBuf,
+    /// The postmaster's cgroup (removed once the server has stopped: fields drop after drop()).
+    throttle: Throttle,
+    data: Mounted,
+    socket: std::path::PathBuf,
+    port: u16,
+}
+
+impl Postgres {
+    fn run_as_postgres(&self, prog: &str, args: &[&str]) -> std::process::Output {
+        Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .arg(self.bin.join(prog))
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("run {prog}: {e}"))
+    }
+
+    /// Initialised and started with the postmaster (and so every backend, the WAL writer and
+    /// the checkpointer) in a cgroup whose writes to the WAL's disk a throttle can hold later.
+    fn start() -> Postgres {
+        let bin = std::path::PathBuf::from("/usr/lib/postgresql/15/bin");
+        assert!(
+            bin.join("postgres").exists(),
+            "PostgreSQL 15 is not installed (install-deps installs it)"
+        );
+        let data = Mounted::new("ext4", 256);
+        let throttle = Throttle::new(&data.dev.name, None, None);
+        let cgroup = throttle.path();
+        let socket = std::env::temp_dir().join(format!("iostack-pg-{}", std::process::id()));
+        std::fs::create_dir_all(&socket).unwrap();
+        for dir in [&data.dir, &socket] {
+            assert!(Command::new("chown")
+                .args(["postgres:postgres"])
+                .arg(dir)
+                .status()
+                .unwrap()
+                .success());
+        }
+        let pg = Postgres {
+            bin,
+            throttle,
+            port: free_port(),
+            data,
+            socket,
+        };
+        let pgdata = pg.data.file("pgdata");
+        let init = pg.run_as_postgres("initdb", &["-D", &pgdata, "-A", "trust", "-U", "postgres"]);
+        assert!(
+            init.status.success(),
+            "initdb: {}",
+            String::from_utf8_lossy(&init.stderr)
+        );
+        let opts = format!(
+            "-c port={} -c listen_addresses= -c unix_socket_directories={} -c track_wal_io_timing=on -c wal_sync_method=fdatasync -c checkpoint_timeout=1h -c max_wal_size=4GB -c fsync=on -c synchronous_commit=on -c shared_buffers=16MB",
+            pg.port,
+            pg.socket.display()
+        );
+        // The postmaster in the cgroup: every backend, the WAL writer and the checkpointer too.
+        let log = pg.data.file("log");
+        let started = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "echo $$ >{cgroup}/cgroup.procs && exec runuser -u postgres -- {} -D {pgdata} -o '{opts}' -l {log} -w start",
+                pg.bin.join("pg_ctl").display()
+            ))
+            .output()
+            .unwrap();
+        assert!(
+            started.status.success(),
+            "pg_ctl start: {} {}",
+            String::from_utf8_lossy(&started.stderr),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        pg
+    }
+
+    fn sql(&self, query: &str) -> String {
+        let out = Command::new("psql")
+            .args(["-h"])
+            .arg(&self.socket)
+            .args([
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+                "-At",
+                "-c",
+                query,
+            ])
+            .output()
+            .expect("psql");
+        assert!(
+            out.status.success(),
+            "{query}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn pgbench(&self, args: &[&str]) {
+        let out = Command::new("pgbench")
+            .args(["-h"])
+            .arg(&self.socket)
+            .args(["-p", &self.port.to_string(), "-U", "postgres"])
+            .args(args)
+            .arg("postgres")
+            .output()
+            .expect("pgbench");
+        assert!(
+            out.status.success(),
+            "pgbench {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = self.run_as_postgres(
+            "pg_ctl",
+            &["-D", &self.data.file("pgdata"), "-m", "immediate", "stop"],
+        );
+        let _ = std::fs::remove_dir_all(&self.socket);
+    }
+}
+
+#[test]
+fn postgresqls_wal_syncs_are_counted_and_timed_as_postgresql_times_them_and_are_its_own_io() {
+    let _g = serial();
+    require_root();
+    let pg = Postgres::start();
+    pg.pgbench(&["-i", "-s", "1", "-q"]);
+    // A fresh WAL segment (no new one is made during the run: its fsyncs are not wal_sync's)
+    // and no checkpoint to come; the counters from zero.
+    pg.sql("CHECKPOINT");
+    pg.sql("SELECT pg_switch_wal()");
+    pg.sql("SELECT pg_stat_reset_shared('wal')");
+    // 10 writes a second, 4 commits a second: each fdatasync's write finds the throttle's
+    // allowance and goes at once; the cache flush after it waits 100 ms (the case where the
+    // flush, the kernel's own request with no bio, was shown as someone else's I/O).
+    pg.throttle.limit_writes(10);
+    let tool = Running::start(
+        "iostack",
+        &["-c", "postgres", "-d", &pg.data.dev.name, "-j"],
+    );
+    pg.pgbench(&["-n", "-c", "1", "-R", "4", "-t", "12"]);
+    let (code, stdout, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+    let theirs = pg.sql("SELECT wal_sync || ' ' || wal_sync_time FROM pg_stat_wal");
+    let (syncs, ms) = theirs.split_once(' ').expect("wal_sync and wal_sync_time");
+    let (syncs, ms): (u64, f64) = (syncs.parse().unwrap(), ms.parse().unwrap());
+    let r = report(&stdout);
+    let sync = ops(&r).remove("sync").expect("the WAL's syncs");
+    let ours_ms = sync["breakdown"]["total_ns"].as_u64().unwrap() as f64 / 1e6;
+    eprintln!("PostgreSQL: {syncs} WAL syncs in {ms:.1} ms by its own count; iostack {} in {ours_ms:.1} ms: {}", sync["calls"], sync["breakdown"]);
+    assert!(syncs >= 12, "pgbench's 12 commits were synced: {theirs}");
+    assert_eq!(
+        sync["calls"], syncs,
+        "every WAL sync PostgreSQL counted, no other: {sync}"
+    );
+    assert!(
+        ours_ms <= ms && ours_ms >= ms * 0.97,
+        "the syncs' time by PostgreSQL's timer around the call, {ms} ms, and ours, {ours_ms} ms: {sync}"
+    );
+    // One process flushes the WAL at a time, and its fdatasync writes the WAL and flushes the
+    // disk's cache: its own I/O, every millisecond not on a CPU.
+    let total = sync["breakdown"]["total_ns"].as_u64().unwrap();
+    let busy = part(&sync, "on_cpu_ns") + part(&sync, "run_queue_ns");
+    let own = part(&sync, "io_queue_ns") + part(&sync, "io_device_ns");
+    assert!(
+        own * 100 >= (total - busy) * 95,
+        "the WAL syncs are the backends' own I/O: {sync}"
+    );
+    assert!(
+        part(&sync, "others_io_ns") * 100 <= total * 5,
+        "no one else's I/O: {sync}"
+    );
+}
