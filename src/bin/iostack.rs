@@ -34,7 +34,8 @@ struct IostackArgs {
     #[command(flatten)]
     tasks: TaskArgs,
 
-    /// Only calls on files of this disk (a whole disk: sda, nvme0n1, vda, loop0), and its I/O
+    /// Only calls on files of this disk (a whole disk: sda, nvme0n1, vda, loop0, dm-0) or of a
+    /// device stacked on it (an LVM volume on sda), and its I/O
     #[arg(short = 'd', long, value_name = "DISK")]
     disk: Option<String>,
 

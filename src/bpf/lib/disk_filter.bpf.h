@@ -1,24 +1,25 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* -d DISK: the kernel dev_t (major << 20 | minor) of one whole disk, set by user space from
- * sysfs (src/common/block/disk.rs, DiskFilter); 0 selects every disk. Where DISK is a stacked
- * device (dm, md) and the tool follows its I/O down (iostack), filter_below holds the disks under
- * it, whose requests carry that I/O. */
+ * sysfs (src/common/block/disk.rs, DiskFilter); 0 selects every disk. Where the tool follows I/O
+ * through stacked devices (dm, md: iostack), filter_stack holds the devices stacked with DISK:
+ * the disks under it, whose requests carry its I/O, and the devices over it, whose I/O its
+ * requests carry. */
 #ifndef IOSTACK_DISK_FILTER_BPF_H
 #define IOSTACK_DISK_FILTER_BPF_H
 
-#define IOSTACK_FILTER_BELOW 7
+#define IOSTACK_FILTER_STACK 7
 
 const volatile __u32 filter_dev = 0;
-const volatile __u32 filter_below[IOSTACK_FILTER_BELOW] = {};
+const volatile __u32 filter_stack[IOSTACK_FILTER_STACK] = {};
 
 static __always_inline bool disk_selected(__u32 dev)
 {
 	if (!filter_dev || dev == filter_dev)
 		return true;
-	for (int i = 0; i < IOSTACK_FILTER_BELOW; i++) {
-		if (!filter_below[i])
+	for (int i = 0; i < IOSTACK_FILTER_STACK; i++) {
+		if (!filter_stack[i])
 			return false;
-		if (filter_below[i] == dev)
+		if (filter_stack[i] == dev)
 			return true;
 	}
 	return false;

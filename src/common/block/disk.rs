@@ -181,6 +181,45 @@ pub fn disks_below(name: &str) -> Vec<DiskFilter> {
     out
 }
 
+/// The stacked devices over a disk (`/sys/block/NAME/holders`, and its partitions' holders),
+/// followed up through stacked devices: the devices whose I/O ends up on the disk (a volume of
+/// LVM on it, a dm-crypt device on that). Empty for a disk nothing is stacked on.
+pub fn disks_above(name: &str) -> Vec<DiskFilter> {
+    let mut out: Vec<DiskFilter> = Vec::new();
+    let mut todo = vec![name.to_string()];
+    let mut seen = 0;
+    while let Some(n) = todo.pop() {
+        seen += 1;
+        if seen > 64 {
+            break;
+        }
+        let dir = Path::new("/sys/block").join(&n);
+        // The disk's own holders and its partitions' (a volume group on sda2).
+        let parts = fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().join("partition").exists())
+            .map(|e| e.path());
+        for holders in std::iter::once(dir.clone())
+            .chain(parts)
+            .map(|d| d.join("holders"))
+        {
+            for e in fs::read_dir(holders).into_iter().flatten().flatten() {
+                let Ok(f) = DiskFilter::parse(&e.file_name().to_string_lossy()) else {
+                    continue;
+                };
+                if !out.contains(&f) {
+                    todo.push(f.name.clone());
+                    out.push(f);
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
 /// Every stacked device here (one with slaves: dm, md, LVM's volumes), by name.
 pub fn stacked_devices() -> Vec<DiskFilter> {
     disk_names()

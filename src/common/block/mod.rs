@@ -279,6 +279,10 @@ pub fn plan_bio_owner(prober: &Prober, plan: &mut AttachPlan) -> Result<bool> {
     Ok(with_queue)
 }
 
+/// How many devices can be traced with a -d disk (IOSTACK_FILTER_STACK in
+/// src/bpf/lib/disk_filter.bpf.h).
+const FILTER_STACK: usize = 7;
+
 /// What links an I/O to the thread it was done for, besides its submitter's context (the
 /// programs of `src/bpf/lib/bio_origin.bpf.h`), for the loaders' rodata.
 #[derive(Clone, Debug, Default)]
@@ -290,8 +294,12 @@ pub struct BioLinks {
     pub throttle_dispatch_fn: u64,
     /// The stacked devices whose clones are linked to the bios above (at most 8).
     pub stacked: Vec<u32>,
-    /// With -d of a stacked device: the disks under it, whose requests carry its I/O.
-    pub below: Vec<u32>,
+    /// With -d: the disks under it, whose requests carry its I/O, and the stacked devices over
+    /// it, whose I/O its requests carry (at most FILTER_STACK: filter_stack in
+    /// src/bpf/lib/disk_filter.bpf.h).
+    pub stack: Vec<u32>,
+    /// With -d: the stacked devices over it, whose files' calls are the disk's too.
+    pub above: Vec<disk::DiskFilter>,
 }
 
 /// Plans what links the kernel's work on a submitter's behalf back to it (after
@@ -350,24 +358,55 @@ pub fn plan_bio_links(
         },
     );
 
-    // Stacked devices: their clones, linked to the bios above.
+    // Stacked devices: their clones, linked to the bios above. With -d, the devices under it
+    // (whose requests carry its I/O) and over it (whose I/O its requests carry) are traced
+    // with it.
     let stacked: Vec<disk::DiskFilter> = match disk {
         Some(d) => {
             let below = disk::disks_below(&d.name);
-            if below.is_empty() {
-                Vec::new()
-            } else {
-                links.below = below.iter().map(|b| b.dev).take(7).collect();
+            let above = disk::disks_above(&d.name);
+            let names = |v: &[disk::DiskFilter]| {
+                v.iter()
+                    .map(|b| b.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            links.stack = below
+                .iter()
+                .chain(&above)
+                .map(|b| b.dev)
+                .take(FILTER_STACK)
+                .collect();
+            links.above = above.clone();
+            if !below.is_empty() {
                 plan.decide(
                     "disk",
                     format!(
                         "{} is stacked on {}: its bios are traced, and the requests of the disks under it that carry them (linked by block_bio_remap)",
                         d.name,
-                        below.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ")
+                        names(&below)
                     ),
                 );
-                vec![d.clone()]
             }
+            if !above.is_empty() {
+                plan.decide(
+                    "disk above",
+                    format!(
+                        "{} is stacked on {}: the calls on its files are {}'s too, and its bios are traced down to {}'s requests (linked by block_bio_remap)",
+                        names(&above),
+                        d.name,
+                        d.name,
+                        d.name
+                    ),
+                );
+            }
+            let mut stacked = if below.is_empty() {
+                Vec::new()
+            } else {
+                vec![d.clone()]
+            };
+            stacked.extend(above);
+            stacked
         }
         None => disk::stacked_devices(),
     };
@@ -408,6 +447,18 @@ pub fn plan_bio_links(
                 .join(", ")
         ),
     );
+    // Before 5.16 the dm core traces a remap only for a clone its target hands back at once;
+    // a clone the target submits later itself (dm-delay from kdelayd, dm-crypt's writes from
+    // its kcryptd workers) goes down untraced: 5.10's dm-delay reads showed 0 own I/O and no
+    // link, 2026-11-26. 5.16 added dm_submit_bio_remap, which traces those too.
+    if stacked.iter().any(|d| d.name.starts_with("dm-"))
+        && !prober.has_symbol("dm_submit_bio_remap")
+    {
+        plan.decide(
+            "late clones",
+            "no dm_submit_bio_remap in this kernel (before 5.16): a clone a dm target submits later from its worker (dm-delay, dm-crypt's writes) is not seen as a remap, and counts as that worker's I/O",
+        );
+    }
     links
 }
 

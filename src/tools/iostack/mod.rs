@@ -299,7 +299,7 @@ fn load(
         for (dst, dev) in rodata.stacked_devs.iter_mut().zip(&plan.links.stacked) {
             *dst = *dev;
         }
-        for (dst, dev) in rodata.filter_below.iter_mut().zip(&plan.links.below) {
+        for (dst, dev) in rodata.filter_stack.iter_mut().zip(&plan.links.stack) {
             *dst = *dev;
         }
         rodata.req_rahead = plan.req_rahead;
@@ -317,11 +317,11 @@ fn load(
             }
         }
         if let Some(d) = &opts.disk {
-            for (dst, dev) in rodata
-                .disk_devs
-                .iter_mut()
-                .zip(d.file_devices().into_iter().take(DISK_DEVS))
-            {
+            // The calls on files of the disk, and of the devices stacked over it.
+            let devs = std::iter::once(d)
+                .chain(&plan.links.above)
+                .flat_map(|d| d.file_devices());
+            for (dst, dev) in rodata.disk_devs.iter_mut().zip(devs.take(DISK_DEVS)) {
                 *dst = dev;
             }
         }
