@@ -245,17 +245,62 @@ impl Taskstats {
 
 /// One wait for I/O before anything is measured: the kernel's delay accounting on the CI host's
 /// 6.18 counted a thread's first I/O wait from boot now and then (blkio_delay_total of 9632 s
-/// for 20 reads in 0.8 ms, 2 runs of 6, 2026-11-26), as if the wait's start had never been
-/// stamped: an O_DIRECT read of /proc/self/exe's first block takes that first wait here.
-fn warm_up_delay_accounting() {
-    let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
-    let fd = open(&exe.to_string_lossy(), libc::O_RDONLY | libc::O_DIRECT);
-    let buf = Aligned::new(BLOCK, 0);
-    // SAFETY: buf holds BLOCK bytes, aligned; our descriptor. A failed read (a filesystem
-    // without O_DIRECT) only leaves the wait untaken.
-    unsafe {
-        libc::pread(fd, buf.ptr.cast(), BLOCK, 0);
-        libc::close(fd);
+/// for 20 reads in 0.8 ms, 2 runs of 6, 2026-11-26; 65 s, the guest's uptime, for one thread
+/// under 6.12 in the matrix), as if the wait's start had never been stamped. Each thread takes
+/// that first wait in an O_DIRECT read of this file, on the filesystem under test: a real
+/// read of a disk (the helper's own file, on the matrix's initramfs, is in memory, where 5.10
+/// and 6.1 refuse O_DIRECT). Written and flushed before the process joins its cgroup.
+struct WarmUp(String);
+
+impl WarmUp {
+    fn beside(path: &str) -> WarmUp {
+        let dir = std::path::Path::new(path)
+            .parent()
+            .map_or(".".into(), |d| d.to_string_lossy().into_owned());
+        let file = format!("{dir}/.io_patterns.warm-up.{}", std::process::id());
+        preallocate(&file, 1);
+        WarmUp(file)
+    }
+
+    /// The calling thread's first wait for I/O: an O_DIRECT read of the helper's own file, else
+    /// (the matrix's initramfs is in memory: 5.10 and 6.1 refuse O_DIRECT there, 6.12 serves it
+    /// without a wait) of this file, else a read of this file dropped from the page cache
+    /// first; the first that the kernel counts as a wait.
+    fn take(&self, stats: &Taskstats) {
+        let waits = || stats.delays(tid()).blkio_count;
+        let before = waits();
+        let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
+        let exe = exe.to_string_lossy().into_owned();
+        let buf = Aligned::new(BLOCK, 0);
+        for (path, flags) in [
+            (exe.as_str(), libc::O_DIRECT),
+            (&self.0, libc::O_DIRECT),
+            (&self.0, 0),
+        ] {
+            let Ok(c) = CString::new(path) else { continue };
+            // SAFETY: a NUL-terminated path; the descriptor is ours; buf holds BLOCK bytes,
+            // aligned. A filesystem without O_DIRECT refuses the open.
+            unsafe {
+                let fd = libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC | flags);
+                if fd < 0 {
+                    continue;
+                }
+                if flags == 0 {
+                    libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED);
+                }
+                libc::pread(fd, buf.ptr.cast(), BLOCK, 0);
+                libc::close(fd);
+            }
+            if waits() > before {
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for WarmUp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 
@@ -524,6 +569,7 @@ fn main() {
         }
     }
     let (count, work) = pattern(&name, &path, n, threads);
+    let warm_up = Arc::new(WarmUp::beside(&path));
     if let Some(dir) = cgroup {
         std::fs::write(
             format!("{dir}/cgroup.procs"),
@@ -544,10 +590,11 @@ fn main() {
     let (tx, rx) = std::sync::mpsc::channel();
     let workers: Vec<_> = (0..count)
         .map(|i| {
-            let (start, work, tx) = (start.clone(), work(), tx.clone());
+            let (start, work, tx, warm_up) = (start.clone(), work(), tx.clone(), warm_up.clone());
             thread::spawn(move || {
                 let stats = Taskstats::open();
-                warm_up_delay_accounting();
+                warm_up.take(&stats);
+                drop(warm_up);
                 tx.send(tid()).unwrap();
                 start.wait();
                 let mut calls = Calls::default();
@@ -559,6 +606,8 @@ fn main() {
         })
         .collect();
     let tids: Vec<i32> = (0..count).map(|_| rx.recv().unwrap()).collect();
+    // Every thread has taken its wait: the file goes before anything is traced.
+    drop(warm_up);
     let ids: Vec<String> = tids.iter().map(|t| t.to_string()).collect();
     println!("ready {} {}", std::process::id(), ids.join(" "));
     std::io::stdout().flush().ok();

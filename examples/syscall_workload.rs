@@ -6,12 +6,14 @@
 //! traces) so the tracer can attach first. Then it makes exactly READS read() on /dev/zero,
 //! PIPE_READS read() first, then WRITES write() on /dev/null, FSYNCS fsync() on a temporary file, OPENS openat() of /dev/null,
 //! BAD_READS read() on a closed descriptor (EBADF), and PIPE_READS read() on a pipe whose writer
-//! thread sleeps PIPE_SLEEP_MS before each write (its PIPE_READS write() calls are in the
-//! process too: count them with WRITES when filtering by PID). Then it exits without writing anything else.
+//! thread writes each byte PIPE_SLEEP_MS after the reader has said it is going into that read
+//! (its PIPE_READS write() calls are in the process too: count them with WRITES when filtering
+//! by PID). Then it exits without writing anything else.
 //! Files are opened before the signal, descriptors closed with close(), which syslat ignores.
 
 use std::ffi::CString;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
@@ -79,14 +81,24 @@ fn main() {
         libc::sigaddset(&mut set, libc::SIGUSR1);
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
-    // The writer starts its clock together with the reads (futex waits are not traced).
+    // Which pipe read the reader is going into (1, 2...), for the writer.
+    let entering = Arc::new(AtomicU64::new(0));
+    // The writer starts with the reads (futex waits are not traced).
     let go = Arc::new(Barrier::new(if pipe_reads > 0 { 2 } else { 1 }));
     let writer = (pipe_reads > 0).then(|| {
         let fd = pipe_fds[1];
         let go = go.clone();
+        let entering = entering.clone();
         thread::spawn(move || {
             go.wait();
-            for _ in 0..pipe_reads {
+            for i in 1..=pipe_reads {
+                // Its clock starts once the reader is on its way into read i: so each read
+                // sleeps at least PIPE_SLEEP_MS. A clock started beside the reader's instead let
+                // a reader woken late sleep less (15.7 ms of 20, on a loaded 2-CPU host,
+                // 2026-11-26). Polled with nanosleep, which no syslat group traces.
+                while entering.load(Ordering::Acquire) < i {
+                    thread::sleep(Duration::from_micros(50));
+                }
                 thread::sleep(Duration::from_millis(pipe_sleep_ms));
                 // SAFETY: writing one byte from a local to our pipe.
                 check(
@@ -103,9 +115,10 @@ fn main() {
     go.wait();
 
     let mut byte = [0u8; 1];
-    // Pipe reads first, each waiting for the writer's PIPE_SLEEP_MS less the reader's own way
-    // into the read (breakdown_workload's `pipe` waits a full MS, for iostack's tests).
-    for _ in 0..pipe_reads {
+    // Pipe reads first, each sleeping at least the writer's PIPE_SLEEP_MS: only the few
+    // instructions between the store and the call are outside it.
+    for i in 1..=pipe_reads {
+        entering.store(i, Ordering::Release);
         check(
             unsafe { libc::read(pipe_fds[0], byte.as_mut_ptr().cast(), 1) },
             "pipe read",
