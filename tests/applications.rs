@@ -56,9 +56,15 @@ fn fios_reads_are_counted_and_timed_as_fio_counts_and_times_them() {
     for (ours_p, fio_p) in [("p50_ns", "50.000000"), ("p99_ns", "99.000000")] {
         let a = ours["layers"]["syscall"][ours_p].as_f64().unwrap();
         let b = read["clat_ns"]["percentile"][fio_p].as_f64().unwrap();
-        assert_eq!(
-            log2_bucket(a),
-            log2_bucket(b),
+        // fio's clock runs a little outside the call, and its percentiles are its own buckets'
+        // (1/64 wide): a percentile within 5% of a power of two may be on the other side of
+        // it from ours (fio's median 67072 ns, ours in the bucket below 65536, 1 run of 4 on
+        // the CI host, 2026-11-26).
+        let edge = 2f64.powi(log2_bucket(b) as i32);
+        let near_edge = (b - edge).abs() <= 0.05 * edge || (2.0 * edge - b).abs() <= 0.1 * edge;
+        assert!(
+            log2_bucket(a) == log2_bucket(b)
+                || (near_edge && log2_bucket(a).abs_diff(log2_bucket(b)) == 1),
             "{ours_p}: {a} ns in the bucket of fio's {fio_p}th percentile {b} ns"
         );
     }

