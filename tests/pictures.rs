@@ -265,9 +265,12 @@ fn a_heat_map_shows_throttled_reads_in_the_100_ms_row_then_free_reads_in_microse
         .filter(|&c| columns[c].1.iter().sum::<u64>() > 0)
         .collect();
     assert!(free.len() >= 2, "fewer than two free columns: {out}");
+    // A free read can still wait 100 ms on a busy machine (1 of 13675, 110 ms, in CI beside two
+    // VMs and two builds, 2026-11-26): the throttle's row holds at most 1% of a free column.
     for &c in &free {
         assert!(busiest(c) < MICROSECOND_SLOTS, "column {c}: {out}");
-        assert_eq!(count(c, THROTTLED_SLOT), 0, "column {c}: {out}");
+        let reads: u64 = columns[c].1.iter().sum();
+        assert!(count(c, THROTTLED_SLOT) * 100 <= reads, "column {c}: {out}");
     }
 
     // The picture, as the browser shows it.

@@ -144,12 +144,12 @@ own_check() {
   fi
   shares=$(awk -v o="$own" -v t="${total:-0}" -v b="$truth" -v c="$theirs" -v x="${others:-0}" 'BEGIN {
       if (t == 0 || c == 0) { print "? ? ?"; exit }
-      printf "%.1f %.1f %.1f\n", 100 * o / t, 100 * b / c, 100 * x / t }')
+      printf "%.1f %.1f %.1f\n", 100 * o / c, 100 * b / c, 100 * x / t }')
   own_pct=${shares%% *}
   rest=${shares#* }
   truth_pct=${rest%% *}
   others_pct=${rest#* }
-  detail="$calls $_o calls (the helper's $want), $ios I/Os: own I/O $own_pct% of $total ns, $what $truth_pct% of $theirs ns (delay accounting), others' I/O not through a waker $others_pct%"
+  detail="$calls $_o calls (the helper's $want), $ios I/Os: own I/O $own ns of our $total, $own_pct% of the helper's $theirs, $what $truth_pct% (delay accounting), others' I/O not through a waker $others_pct%"
   ok=$(awk -v o="$own_pct" -v t="$truth_pct" -v x="$others_pct" 'BEGIN {
       d = o - t; if (d < 0) d = -d; print (o != "?" && d <= 5 && x <= 5) ? 1 : 0 }')
   if [ "$calls" = "$want" ] && [ "$ok" = 1 ] && { [ -z "$_ios" ] || [ "$ios" = "$_ios" ]; } &&
