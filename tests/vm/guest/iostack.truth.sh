@@ -132,17 +132,27 @@ own_check() {
   blkio=$(thread_sum "$_n" blkio_ns)
   truth=$blkio
   what="the kernel's I/O wait"
-  # More I/O wait than the calls' time: 6.12 and 6.18 count a wait now and then from a stale
-  # start (16 s for 0.3 s of calls; from boot for a thread's first; never seen on 5.10 or 6.1).
-  # Every sleep of these threads is for their own I/O: the truth is then the time off a CPU.
-  if [ "$blkio" -gt "$theirs" ]; then
+  busy=$(($(thread_sum "$_n" cpu_ns) + $(thread_sum "$_n" run_delay_ns)))
+  # Where the kernel's I/O wait, time on a CPU and waiting for one do not add up to the calls'
+  # time (within 5%): 6.12 and 6.18 now and then count a wait from a stale start (16 s for
+  # 0.3 s of calls; from boot for a thread's first) or a late one (tests/truth.rs), never seen
+  # on 5.10 or 6.1. Every sleep of these threads is for their own I/O: the truth is then the
+  # time off a CPU.
+  _sum=$((blkio + busy))
+  _gap=$((_sum - theirs))
+  [ "$_gap" -lt 0 ] && _gap=$((-_gap))
+  if [ "$_gap" -gt $((theirs / 20)) ]; then
     _truth=off-cpu
   fi
+  mine=$own
   if [ "$_truth" = off-cpu ]; then
-    truth=$((theirs - $(thread_sum "$_n" cpu_ns) - $(thread_sum "$_n" run_delay_ns)))
-    what="off a CPU (I/O wait $(awk -v b="$blkio" -v c="$theirs" 'BEGIN { printf "%.1f", c ? 100 * b / c : 0 }')%)"
+    # Off a CPU, the threads waited for their own I/O and for what the kernel did for them
+    # through a waker (jbd2's commit, which no kernel counts as an I/O wait of the fsync).
+    truth=$((theirs - busy))
+    mine=$((own + ${_via:-0}))
+    what="off a CPU (I/O wait $(awk -v b="$blkio" -v c="$theirs" 'BEGIN { printf "%.1f", c ? 100 * b / c : 0 }')%), against own and through wakers"
   fi
-  shares=$(awk -v o="$own" -v t="${total:-0}" -v b="$truth" -v c="$theirs" -v x="${others:-0}" 'BEGIN {
+  shares=$(awk -v o="$mine" -v t="${total:-0}" -v b="$truth" -v c="$theirs" -v x="${others:-0}" 'BEGIN {
       if (t == 0 || c == 0) { print "? ? ?"; exit }
       printf "%.1f %.1f %.1f\n", 100 * o / c, 100 * b / c, 100 * x / t }')
   own_pct=${shares%% *}
@@ -153,7 +163,7 @@ own_check() {
   ok=$(awk -v o="$own_pct" -v t="$truth_pct" -v x="$others_pct" 'BEGIN {
       d = o - t; if (d < 0) d = -d; print (o != "?" && d <= 5 && x <= 5) ? 1 : 0 }')
   if [ "$calls" = "$want" ] && [ "$ok" = 1 ] && { [ -z "$_ios" ] || [ "$ios" = "$_ios" ]; } &&
-    [ -z "$(parts_add_up "$_n")" ] && { [ "$blkio" -le $((truth + theirs / 20)) ] || [ "$blkio" -gt "$theirs" ]; }; then
+    [ -z "$(parts_add_up "$_n")" ] && { [ "$blkio" -le $((truth + theirs / 20)) ] || [ "$_gap" -gt $((theirs / 20)) ]; }; then
     pass "$_c" "$detail"
   else
     fail "$_c" "$detail${_ios:+ (want $_ios I/Os)} $(parts_add_up "$_n")$(brief "$_n")"
