@@ -258,6 +258,16 @@ fn main() {
         }
     }
     let c_path = CString::new(path.as_bytes()).unwrap_or_else(|_| usage());
+    if piped {
+        // No I/O anywhere in the process, by construction: its pages locked in, so that no
+        // thread waits for a page fault's read (the writer did, 344 us while the reader slept,
+        // on a CI host under two builds' page cache churn, 2026-11-26: the reader's sleep was
+        // then rightly the writer's I/O through a waker).
+        // SAFETY: no pointers; locks the process's pages now and later.
+        if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
+            die(format!("mlockall: {}", std::io::Error::last_os_error()));
+        }
+    }
     let (fd, pipe_in, pipe_ms) = if piped {
         let (r, w) = pipe();
         (r, w, path.parse::<u64>().unwrap_or_else(|_| usage()))

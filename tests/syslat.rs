@@ -203,8 +203,23 @@ fn injected_latency_lands_in_the_right_bucket() {
             assert_eq!(n, 10);
         }
     }
-    let err = (p50_ns - 20e6).abs() / 20e6;
-    assert!(err <= 0.125, "p50 {p50_ns} ns is not within 12.5% of 20 ms");
+    // What a log2 histogram can say of its median: the slot it is in. (The estimate inside the
+    // slot leans on the largest read: one writer woken 10 ms late under CI's load put it at
+    // 24.1 ms, 2026-11-26.) And the exact sum: every read slept the writer's 20 ms at least.
+    assert!(
+        (16_384_000.0..32_768_000.0).contains(p50_ns),
+        "p50 {p50_ns} ns outside the 16-32 ms slot"
+    );
+    let sum: u64 = json_lines(&out)
+        .iter()
+        .flat_map(|r| r["histograms"].as_array().unwrap().clone())
+        .filter(|h| h["labels"]["op"] == "read")
+        .map(|h| h["sum_ns"].as_u64().unwrap())
+        .sum();
+    assert!(
+        sum >= 10 * 20_000_000,
+        "10 reads of 20 ms at least: {sum} ns"
+    );
 }
 
 #[test]

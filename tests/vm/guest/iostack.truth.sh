@@ -133,17 +133,14 @@ own_check() {
   truth=$blkio
   what="the kernel's I/O wait"
   busy=$(($(thread_sum "$_n" cpu_ns) + $(thread_sum "$_n" run_delay_ns)))
-  # Where the kernel's I/O wait, time on a CPU and waiting for one do not add up to the calls'
-  # time (within 5%): 6.12 and 6.18 now and then count a wait from a stale start (16 s for
-  # 0.3 s of calls; from boot for a thread's first) or a late one (tests/truth.rs), never seen
-  # on 5.10 or 6.1. Every sleep of these threads is for their own I/O: the truth is then the
-  # time off a CPU.
-  _sum=$((blkio + busy))
-  _gap=$((_sum - theirs))
-  [ "$_gap" -lt 0 ] && _gap=$((-_gap))
-  if [ "$_gap" -gt $((theirs / 20)) ]; then
-    _truth=off-cpu
-  fi
+  # More I/O wait than the calls' time: 6.12 and 6.18 count a wait now and then from a stale
+  # start (16 s for 0.3 s of calls; from boot for a thread's first; never seen on 5.10 or 6.1).
+  # The kernel's figure is no truth then, and under TCG the time off a CPU is none either (the
+  # threads' time on a CPU outside their calls is too large a part of it: 81% off a CPU against
+  # 90% own for btrfs reads whose I/O wait the kernel put at 1285 times the calls' time): the
+  # check is NA, with what could still be checked checked.
+  impossible=0
+  [ "$_truth" = iowait ] && [ "$blkio" -gt "$theirs" ] && impossible=1
   mine=$own
   if [ "$_truth" = off-cpu ]; then
     # Off a CPU, the threads waited for their own I/O and for what the kernel did for them
@@ -163,8 +160,11 @@ own_check() {
   ok=$(awk -v o="$own_pct" -v t="$truth_pct" -v x="$others_pct" 'BEGIN {
       d = o - t; if (d < 0) d = -d; print (o != "?" && d <= 5 && x <= 5) ? 1 : 0 }')
   if [ "$calls" = "$want" ] && [ "$ok" = 1 ] && { [ -z "$_ios" ] || [ "$ios" = "$_ios" ]; } &&
-    [ -z "$(parts_add_up "$_n")" ] && { [ "$blkio" -le $((truth + theirs / 20)) ] || [ "$_gap" -gt $((theirs / 20)) ]; }; then
+    [ -z "$(parts_add_up "$_n")" ] && [ "$blkio" -le $((truth + theirs / 20)) ]; then
     pass "$_c" "$detail"
+  elif [ "$impossible" = 1 ] && [ "$calls" = "$want" ] && { [ -z "$_ios" ] || [ "$ios" = "$_ios" ]; } &&
+    [ -z "$(parts_add_up "$_n")" ] && awk -v x="$others_pct" 'BEGIN { exit !(x != "?" && x <= 5) }'; then
+    na "$_c" "the kernel's I/O wait is impossible here (more than the calls' time); the rest holds: $detail"
   else
     fail "$_c" "$detail${_ios:+ (want $_ios I/Os)} $(parts_add_up "$_n")$(brief "$_n")"
   fi

@@ -47,14 +47,15 @@ if traced_by "$workload" pipe 0 0 0 0 0 6 20 -- -s read; then
   count=$(echo "$line" | cut -f3)
   p50=$(echo "$line" | cut -f5)
   slots=$(echo "$line" | cut -f7)
-  # None can be faster than the writer's 20 ms sleep (nothing below the 16384-32767 usecs
-  # slot); at least 5 of the 6 in that slot, since under TCG the emulator now and then wakes a
-  # reader late (a sixth at 32-64 ms was seen once in 6.12); p50 within the bucket error
-  # (12.5%) of 20 ms, plus 2 ms for timer slack under emulation.
+  # None can be faster than the writer's 20 ms sleep, which starts once the reader is on its
+  # way into its read (nothing below the 16384-32767 usecs slot); at least 5 of the 6 in that
+  # slot, since under TCG the emulator now and then wakes the writer late (a sixth at 32-64 ms
+  # was seen once in 6.12); p50 in that slot (the estimate inside a slot leans on the largest
+  # read: tests/syslat.rs).
   in_slot=$(echo "$slots" | tr ',' '\n' | awk -F: '$1 == 16384 { print $3 }')
   below=$(echo "$slots" | tr ',' '\n' | awk -F: '$1 < 16384 { n += $3 } END { print n + 0 }')
   if [ "$count" = 6 ] && [ "$below" = 0 ] && [ "${in_slot:-0}" -ge 5 ] &&
-    awk -v p="$p50" 'BEGIN { exit !(p >= 20e6 * 0.875 && p <= 20e6 * 1.125 + 2e6) }'; then
+    awk -v p="$p50" 'BEGIN { exit !(p >= 16384000 && p < 32768000) }'; then
     pass latency "6 reads, $in_slot in 16-32 ms, none faster, p50 ${p50} ns (slots $slots)"
   else
     fail latency "count $count, slots $slots, p50 $p50 ns"
