@@ -146,34 +146,27 @@ fn whole_disk(name: &str) -> Option<String> {
     Some(real.parent()?.file_name()?.to_string_lossy().into_owned())
 }
 
-/// The whole disks under a stacked device (dm, md: `/sys/block/NAME/slaves`), followed down
-/// through stacked devices to the disks whose requests carry its I/O; empty for a disk that
-/// stacks on nothing.
-pub fn disks_below(name: &str) -> Vec<DiskFilter> {
+/// The devices reached from `name` through sysfs, a step at a time: `step` of a device gives
+/// the devices to visit next and those to keep. At most 64 visits; sorted by name.
+fn walk_stack(
+    name: &str,
+    step: impl Fn(&str) -> (Vec<String>, Vec<DiskFilter>),
+) -> Vec<DiskFilter> {
     let mut out: Vec<DiskFilter> = Vec::new();
     let mut todo = vec![name.to_string()];
-    let mut seen = 0;
-    while let Some(n) = todo.pop() {
-        seen += 1;
-        if seen > 64 {
-            break;
+    let mut visited = todo.clone();
+    for _ in 0..64 {
+        let Some(n) = todo.pop() else { break };
+        let (next, keep) = step(&n);
+        for d in next {
+            if !visited.contains(&d) {
+                visited.push(d.clone());
+                todo.push(d);
+            }
         }
-        let Ok(slaves) = fs::read_dir(Path::new("/sys/block").join(&n).join("slaves")) else {
-            continue;
-        };
-        for e in slaves.flatten() {
-            let Some(disk) = whole_disk(&e.file_name().to_string_lossy()) else {
-                continue;
-            };
-            let has_slaves = fs::read_dir(Path::new("/sys/block").join(&disk).join("slaves"))
-                .map(|mut d| d.next().is_some())
-                .unwrap_or(false);
-            if has_slaves {
-                todo.push(disk);
-            } else if let Ok(f) = DiskFilter::parse(&disk) {
-                if !out.contains(&f) {
-                    out.push(f);
-                }
+        for f in keep {
+            if !out.contains(&f) {
+                out.push(f);
             }
         }
     }
@@ -181,19 +174,40 @@ pub fn disks_below(name: &str) -> Vec<DiskFilter> {
     out
 }
 
+/// Whether a disk is stacked on others (it has `slaves`: dm, md, LVM's volumes).
+fn has_slaves(name: &str) -> bool {
+    fs::read_dir(Path::new("/sys/block").join(name).join("slaves"))
+        .map(|mut d| d.next().is_some())
+        .unwrap_or(false)
+}
+
+/// The whole disks under a stacked device (dm, md: `/sys/block/NAME/slaves`), followed down
+/// through stacked devices to the disks whose requests carry its I/O; empty for a disk that
+/// stacks on nothing.
+pub fn disks_below(name: &str) -> Vec<DiskFilter> {
+    walk_stack(name, |n| {
+        let (mut next, mut keep) = (Vec::new(), Vec::new());
+        let slaves = fs::read_dir(Path::new("/sys/block").join(n).join("slaves"));
+        for e in slaves.into_iter().flatten().flatten() {
+            let Some(disk) = whole_disk(&e.file_name().to_string_lossy()) else {
+                continue;
+            };
+            if has_slaves(&disk) {
+                next.push(disk);
+            } else if let Ok(f) = DiskFilter::parse(&disk) {
+                keep.push(f);
+            }
+        }
+        (next, keep)
+    })
+}
+
 /// The stacked devices over a disk (`/sys/block/NAME/holders`, and its partitions' holders),
 /// followed up through stacked devices: the devices whose I/O ends up on the disk (a volume of
 /// LVM on it, a dm-crypt device on that). Empty for a disk nothing is stacked on.
 pub fn disks_above(name: &str) -> Vec<DiskFilter> {
-    let mut out: Vec<DiskFilter> = Vec::new();
-    let mut todo = vec![name.to_string()];
-    let mut seen = 0;
-    while let Some(n) = todo.pop() {
-        seen += 1;
-        if seen > 64 {
-            break;
-        }
-        let dir = Path::new("/sys/block").join(&n);
+    walk_stack(name, |n| {
+        let dir = Path::new("/sys/block").join(n);
         // The disk's own holders and its partitions' (a volume group on sda2).
         let parts = fs::read_dir(&dir)
             .into_iter()
@@ -201,34 +215,25 @@ pub fn disks_above(name: &str) -> Vec<DiskFilter> {
             .flatten()
             .filter(|e| e.path().join("partition").exists())
             .map(|e| e.path());
-        for holders in std::iter::once(dir.clone())
+        let keep: Vec<DiskFilter> = std::iter::once(dir.clone())
             .chain(parts)
-            .map(|d| d.join("holders"))
-        {
-            for e in fs::read_dir(holders).into_iter().flatten().flatten() {
-                let Ok(f) = DiskFilter::parse(&e.file_name().to_string_lossy()) else {
-                    continue;
-                };
-                if !out.contains(&f) {
-                    todo.push(f.name.clone());
-                    out.push(f);
-                }
-            }
-        }
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+            .flat_map(|d| {
+                fs::read_dir(d.join("holders"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+            })
+            .filter_map(|e| DiskFilter::parse(&e.file_name().to_string_lossy()).ok())
+            .collect();
+        (keep.iter().map(|f| f.name.clone()).collect(), keep)
+    })
 }
 
 /// Every stacked device here (one with slaves: dm, md, LVM's volumes), by name.
 pub fn stacked_devices() -> Vec<DiskFilter> {
     disk_names()
         .into_iter()
-        .filter(|n| {
-            fs::read_dir(Path::new("/sys/block").join(n).join("slaves"))
-                .map(|mut d| d.next().is_some())
-                .unwrap_or(false)
-        })
+        .filter(|n| has_slaves(n))
         .filter_map(|n| DiskFilter::parse(&n).ok())
         .collect()
 }
