@@ -4,8 +4,10 @@
 //! `hook_floor syscalls|switch|iostack|block|block-submit|rastat`
 //! - `syscalls`: raw_tp sys_enter and sys_exit (what any syscall tracer pays);
 //! - `switch`: tp_btf sched_switch (what any tracer of context switches pays: offcputime's one);
-//! - `iostack`: the hooks iostack runs on a switch between tasks it does not trace and their
-//!   syscalls: sched_switch, sched_waking, sched_wakeup, sys_enter, sys_exit;
+//! - `iostack`: the hooks iostack ran on a switch between tasks it does not trace and their
+//!   syscalls until it read the scheduler's own accounting: sched_switch, sched_waking,
+//!   sched_wakeup, sys_enter, sys_exit;
+//! - `iostack-kept`: the ones it keeps: sched_waking, sys_enter, sys_exit;
 //! - `block`: tp_btf block_rq_complete (the one hook of a block latency histogram);
 //! - `block-submit`: block_bio_queue and block_rq_complete (what charging an I/O to the cgroup
 //!   of its submitter needs: a program in the submitter's context, and one at completion);
@@ -30,11 +32,12 @@ fn main() {
         "syscalls" => (true, false, false, false, false),
         "switch" => (false, true, false, false, false),
         "iostack" => (true, true, true, false, false),
+        "iostack-kept" => (true, false, true, false, false),
         "block" => (false, false, false, true, false),
         "block-submit" => (false, false, false, true, true),
         "rastat" => (false, false, false, false, false),
         other => die(format!(
-            "unknown set '{other}': syscalls, switch, iostack, block, block-submit or rastat"
+            "unknown set '{other}': syscalls, switch, iostack, iostack-kept, block, block-submit or rastat"
         )),
     };
     let pages = set == "rastat";
@@ -58,7 +61,7 @@ fn main() {
             p.floor_exit.set_autoload(syscalls);
             p.floor_switch.set_autoload(switch);
             p.floor_waking.set_autoload(wakeups);
-            p.floor_wakeup.set_autoload(wakeups);
+            p.floor_wakeup.set_autoload(wakeups && switch);
             p.floor_rq_complete.set_autoload(complete);
             p.floor_bio_queue.set_autoload(submit);
             p.floor_page_added.set_autoload(pages);

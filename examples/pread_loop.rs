@@ -1,5 +1,7 @@
 //! The syscall-cost benchmark's workload: `pread_loop FILE CALLS` reads 1 byte at offset 0 of a
-//! cached file CALLS times and prints the mean wall time per call in nanoseconds.
+//! cached file CALLS times and prints the mean wall time per call in nanoseconds;
+//! `pread_loop --getpid CALLS` makes CALLS getpid() calls instead (a syscall no I/O tool
+//! traces).
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -12,6 +14,9 @@ fn main() {
         eprintln!("usage: pread_loop FILE CALLS");
         std::process::exit(2);
     };
+    if path == "--getpid" {
+        return getpid_loop(calls);
+    }
     let file = File::open(path).unwrap_or_else(|e| {
         eprintln!("pread_loop: {path}: {e}");
         std::process::exit(1)
@@ -27,6 +32,16 @@ fn main() {
             eprintln!("pread_loop: pread failed");
             std::process::exit(1);
         }
+    }
+    let ns = start.elapsed().as_nanos() as f64 / calls as f64;
+    println!("{ns:.1}");
+}
+
+fn getpid_loop(calls: u64) {
+    let start = Instant::now();
+    for _ in 0..calls {
+        // SAFETY: getpid has no side effects; the raw syscall, so that no libc cache answers.
+        unsafe { libc::syscall(libc::SYS_getpid) };
     }
     let ns = start.elapsed().as_nanos() as f64 / calls as f64;
     println!("{ns:.1}");

@@ -324,9 +324,12 @@ fn iostack_plans_the_scheduler_the_block_layer_and_the_layers_each_kernel_has() 
         let missing: Vec<&str> = plan.missing.iter().map(|m| m.layer).collect();
         let plan = plan.as_ref();
         let n = k.name;
-        wrong.extend(row("switch", n, role(plan, "switch"), ["tp_btf"; 4]));
+        // No program on the machine's switches: the scheduler's accounting, and the wakeups.
+        wrong.extend(row("switch", n, role(plan, "switch"), ["none"; 4]));
         wrong.extend(row("waking", n, role(plan, "waking"), ["tp_btf"; 4]));
-        wrong.extend(row("wakeup", n, role(plan, "wakeup"), ["tp_btf"; 4]));
+        wrong.extend(row("wakeup", n, role(plan, "wakeup"), ["none"; 4]));
+        let time = ["the scheduler's own accounting"; 4];
+        wrong.extend(row("time", n, decision(plan, "time"), time));
         wrong.extend(row("complete", n, role(plan, "complete"), ["tp_btf"; 4]));
         wrong.extend(row("submitter", n, role(plan, "submitter"), ["tp_btf"; 4]));
         wrong.extend(row("exit", n, role(plan, "exit"), ["tp_btf/sys_exit"; 4]));
@@ -351,7 +354,16 @@ fn iostack_plans_the_scheduler_the_block_layer_and_the_layers_each_kernel_has() 
             "sched_switch passes prev_state",
             "sched_switch passes prev_state",
         ];
-        wrong.extend(row("switch state", n, decision(plan, "switch"), state));
+        let validator = IostackOptions {
+            shadow_switches: true,
+            ..opts.clone()
+        };
+        let shadow = Iostack::plan(&p, &validator).unwrap_or_else(|e| panic!("{n}: {e:#}"));
+        let shadow = shadow.as_ref();
+        wrong.extend(row("switch state", n, decision(shadow, "switch"), state));
+        for r in ["switch", "waking", "wakeup"] {
+            wrong.extend(row(r, n, role(shadow, r), ["tp_btf"; 4]));
+        }
         let hooks = k.facilities.fentry || k.facilities.kprobes;
         if hooks != missing.is_empty() {
             wrong.push(format!(

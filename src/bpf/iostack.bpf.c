@@ -2,7 +2,8 @@
 /* iostack: the same I/O calls through every layer this kernel lets us trace, and each call's
  * time split into parts that add up to it (lib/breakdown.bpf.h): syscall enter/exit, the VFS
  * and filesystem functions inside the call (function slots, where fentry or kprobes work), the
- * scheduler's switches and wakeups, and the block requests the call waited for.
+ * scheduler's accounting of the thread and the wakeups that end its sleeps, and the block
+ * requests the call waited for.
  *
  * Everything about a call is recorded once, when it returns, by the sys_exit program: its
  * latency per layer, its breakdown, and (--slow) its journey. Each report map has that one
@@ -98,6 +99,12 @@ struct {
 static __always_inline struct task_struct *current_task_btf(void)
 {
 	return per_task ? bpf_get_current_task_btf() : NULL;
+}
+
+/* The current task: typed where task storage is used (5.11+), else read through probes. */
+static __always_inline struct task_struct *current_task_any(void)
+{
+	return per_task ? bpf_get_current_task_btf() : (struct task_struct *)bpf_get_current_task();
 }
 
 static __always_inline __u32 current_tid(void)
@@ -207,25 +214,41 @@ static __always_inline int switch_args(__u64 *args, bool typed)
 			 (struct task_struct *)args[2], switch_has_state ? (long)args[3] : 0, typed);
 }
 
-/* sched_waking(p) runs in the waker's context: what ended the sleep is around us. */
+/* sched_waking(p) runs in the waker's context: what ended the sleep is around us. A wakee
+ * that is neither in an I/O wait (for the chains of wakers) nor in a traced call costs two
+ * loads. */
 static __always_inline int waking_args(__u64 *args, bool typed)
 {
 	struct task_struct *p = (struct task_struct *)args[0];
-	__u32 tid = IOSTACK_GET(typed, p, pid);
 	bool iowait = in_iowait(p, typed);
 	struct call_state *st;
+	__s64 left;
+	__u32 tid;
 	__u64 now;
 
 	st = call_of(p, typed);
-	if (st && st->state != STATE_SLEEPING)
+	if (shadow_switches && st && st->state != STATE_SLEEPING)
 		st = NULL;
 	if (!iowait && !st)
 		return 0;
+	tid = IOSTACK_GET(typed, p, pid);
+	if (shadow_switches) {
+		now = bpf_ktime_get_ns();
+		if (iowait)
+			io_wait_ends(tid, now);
+		if (st)
+			call_sleep_ends_now(st, tid, live_mark(now, args), on_task_stack(args), now);
+		return 0;
+	}
+	/* Woken before it could sleep, or while it leaves its CPU: no sleep yet. */
+	if (thread_on_cpu(p, typed))
+		return 0;
 	now = bpf_ktime_get_ns();
+	left = thread_left_cpu(p, typed);
 	if (iowait)
-		io_wait_ends(tid, now);
+		io_wait_ended(tid, left, now);
 	if (st)
-		call_sleep_ends(st, tid, live_mark(now, args), on_task_stack(args), now);
+		call_woken(st, tid, iowait, left, live_mark(now, args), on_task_stack(args), now);
 	return 0;
 }
 
@@ -256,7 +279,7 @@ static __always_inline bool bio_origin_call(struct bio_origin *o)
 		return true;
 	id = call_id(current_tid(), st->seq);
 	o->call = id;
-	if (!st->has_io && call_io_bind(id))
+	if (!st->has_io && call_io_bind(id, shadow_switches ? 0 : st->last))
 		st->has_io = 1;
 	return true;
 }
@@ -481,8 +504,21 @@ static __always_inline int on_sys_enter(long id, __u64 fd)
 	st->seq++;
 	st->start = now;
 	st->last = now;
-	for (int i = 0; i < PARTS; i++)
+	for (int i = 0; i < PARTS; i++) {
 		st->parts[i] = 0;
+		st->sleep_raw[i] = 0;
+		st->moved[i] = 0;
+		st->sleeps[i] = 0;
+	}
+	if (!shadow_switches) {
+		struct task_struct *t = current_task_any();
+
+		thread_clock_read(t, per_task, &st->at_entry);
+		/* Until a call that slept solves it: the clocks' offset is at most now - when this
+		 * thread's accounting was last brought up to date. */
+		if (!clock_offset)
+			clock_offset = (__s64)now - thread_left_cpu(t, per_task);
+	}
 	for (int i = 0; i < CALL_LAYERS; i++) {
 		st->layer_ns[i] = 0;
 		st->layer_depth[i] = 0;
@@ -664,7 +700,10 @@ static __always_inline int on_sys_exit(long id, long ret)
 			count_loss(LOSS_NO_START);
 		return 0;
 	}
-	charge(st, PART_CPU, bpf_ktime_get_ns());
+	if (shadow_switches)
+		charge(st, PART_CPU, bpf_ktime_get_ns());
+	else
+		call_settle(st, current_task_any(), per_task, bpf_ktime_get_ns());
 	total = st->last - st->start;
 	st->start = 0;
 	op = st->op;

@@ -1,20 +1,26 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* A call's time split into parts (lib/breakdown.h) as it happens, from the scheduler's and the
- * block layer's tracepoints. Per thread, a call in progress is in one state: on a CPU, runnable
- * (woken or preempted, waiting for a CPU), or sleeping. Every transition adds the time since the
- * last one to one part (a sleep: to the parts its cause splits it into), so the parts of a call
- * add up to its duration to the nanosecond, by construction.
+/* A call's time split into parts (lib/breakdown.h) that add up to it to the nanosecond.
  *
- * A wakeup is seen twice: sched_waking, in the waker's context, tells what ended the sleep (and
- * the sleep is charged up to then); sched_wakeup, once the task is on a run queue, starts its
- * wait for a CPU, as the kernel's own run_delay (schedstat) counts it. Between the two, the
- * time goes to the part that ended the sleep.
+ * Where the time went is read from the scheduler's own accounting of the thread
+ * (lib/thread_clock.bpf.h) at the call's entry and exit: its time off a CPU, of which the run
+ * queue's share (run_delay); the rest of it is the call's sleeps, and the call's time on a CPU
+ * is what remains of its duration. A call that never left its CPU (no switch counted) is all on
+ * a CPU, with nothing else read. No program runs on the machine's context switches: what ended
+ * each sleep is seen once, from the waker's side (sched_waking runs in the waker's context),
+ * where the sleep's raw length (the wakeup's ktime minus when the thread left its CPU, in the
+ * scheduler's clock) is added to the part that ended it; the exit solves the offset between
+ * the two clocks from the call's own figures (its sleeps add up to its time off a CPU less
+ * its waits for one), so the parts add up exactly.
  *
  * A sleep is charged to what ended it (lib/wake_cause.bpf.h, call_sleep_ends): the completion
  * of a request its thread submitted or the kernel made for it (split into OS queue and device
  * time by the union of the thread's requests' time on the device), directly or through a kernel
  * worker; of someone else's request; or what its waker waited for meanwhile, and so on along
  * the chain; else it is other sleep, or others' I/O if the kernel called it an I/O wait.
+ *
+ * The validator (shadow_switches, for the tests): the same parts from every switch and wakeup
+ * of the machine (sched_switch, sched_waking, sched_wakeup), per thread in one state (on a
+ * CPU, runnable, sleeping), each transition adding the time since the last one to one part.
  *
  * The tool provides, before including this header: the THREAD_STATE `calls` of struct
  * call_state, and includes lib/wake_cause.bpf.h. */
@@ -24,8 +30,17 @@
 #include "lib/breakdown.h"
 #include "lib/wake_cause.bpf.h"
 #include "lib/losses.bpf.h"
+#include "lib/thread_clock.bpf.h"
 
 #define CALL_REQS 8
+
+/* The validator: the parts from every context switch and wakeup (tests only). */
+const volatile bool shadow_switches = false;
+
+/* ktime - the scheduler's rq->clock, as the last call that slept solved it: it places a sleep
+ * in ktime for the windows that need one (its own requests' device time within it, what its
+ * waker waited for meanwhile). 0 until a call's entry first bounds it. */
+__s64 clock_offset = 0;
 #define CALL_LAYERS 2
 
 /* Requests that ended on the traced disks, per kind (enum req_kind), and of those, the ones a
@@ -65,6 +80,14 @@ struct call_state {
 	char via_comm[BREAKDOWN_COMM_LEN];
 	char fs[16];        /* the filesystem type its filesystem layer saw */
 	struct req_seen reqs[CALL_REQS];
+	/* The scheduler's accounting of the thread at the call's entry, and per part that ended
+	 * a sleep: the sleeps' raw lengths (wakeup in ktime - left its CPU in rq->clock), how
+	 * many, and the time moved from that part to another within them (device time of its
+	 * own I/O, others' I/O through a waker), for the exit to settle. */
+	struct thread_clock at_entry;
+	__s64 sleep_raw[PARTS];
+	__s64 moved[PARTS];
+	__u32 sleeps[PARTS];
 };
 
 /* A thread's own requests while it is in a traced call, reached from the completion's context
@@ -77,7 +100,8 @@ struct call_state {
 struct call_io {
 	__u32 seq;          /* the call it is bound to (call_state.seq) */
 	__u32 live;         /* that call is in progress */
-	__u64 sleep_start;  /* the call's sleep in progress (0: not sleeping) */
+	__u64 sleep_start;  /* the validator: the call's sleep in progress (0: not sleeping);
+			     * else since when its requests count toward its next sleep */
 	/* The time during that sleep when one of the thread's requests was on the device, in
 	 * completion order: closed runs, and the run in progress [run_start, run_end]. */
 	__u64 closed;
@@ -123,9 +147,10 @@ static __always_inline struct call_io *call_io_of(__u64 id)
 	return io && io->seq == (__u32)id ? io : NULL;
 }
 
-/* Call `id` submits its first bio or goes to sleep first: its thread's entry is now its own.
- * False if the map refused (counted). */
-static __always_inline bool call_io_bind(__u64 id)
+/* Call `id` submits its first bio or goes to sleep first: its thread's entry is now its own,
+ * its requests' device time counted from `window` (its sleep in progress for the validator,
+ * since its last wakeup otherwise). False if the map refused (counted). */
+static __always_inline bool call_io_bind(__u64 id, __u64 window)
 {
 	__u32 tid = id >> 32;
 	struct call_io *io = bpf_map_lookup_elem(&call_ios, &tid);
@@ -138,7 +163,8 @@ static __always_inline bool call_io_bind(__u64 id)
 		}
 	}
 	io->live = 0;
-	io->sleep_start = io->closed = io->floor = io->run_start = io->run_end = 0;
+	io->closed = io->floor = io->run_start = io->run_end = 0;
+	io->sleep_start = window;
 	io->sleep_ios = io->ios = io->nreq = 0;
 	io->seq = (__u32)id;
 	io->live = 1;
@@ -292,7 +318,7 @@ static __always_inline void call_switched_out(struct call_state *st, __u32 tid, 
 	st->state = STATE_SLEEPING;
 	st->iowait = iowait;
 	if (!st->has_io) {
-		if (!call_io_bind(call_id(tid, st->seq)))
+		if (!call_io_bind(call_id(tid, st->seq), 0))
 			return;
 		st->has_io = 1;
 	}
@@ -304,24 +330,43 @@ static __always_inline void call_switched_out(struct call_state *st, __u32 tid, 
 	}
 }
 
-/* Its own I/O ended the sleep [s, now] (or ended in it): OS queue and device, split by the
- * union of its requests' time on the device. */
+/* A sleep of `len` ns, ending now, is `principal`'s, of which `amount2` (at most all of it) is
+ * `part2`'s. The validator charges it at once (and the wait until the thread is on a run queue
+ * goes to `principal`); otherwise its raw length goes to `principal`, for the exit to settle
+ * (call_settle). */
+static __always_inline void charge_sleep(struct call_state *st, __u32 principal, __u32 part2,
+					 __u64 amount2, __u64 len, __s64 raw)
+{
+	if (principal >= PARTS || part2 >= PARTS)
+		return;
+	if (amount2 > len)
+		amount2 = len;
+	if (shadow_switches) {
+		st->parts[principal] += len - amount2;
+		st->parts[part2] += amount2;
+		st->woken_part = principal;
+		return;
+	}
+	st->sleep_raw[principal] += raw;
+	st->sleeps[principal]++;
+	st->moved[principal] -= amount2;
+	st->moved[part2] += amount2;
+}
+
+/* Its own I/O ended the sleep: OS queue and device, split by the union of its requests' time
+ * on the device (and `dev` of a request outside the union). */
 static __always_inline void charge_own(struct call_state *st, struct call_io *io, __u64 dev,
-				       __u64 len)
+				       __u64 len, __s64 raw)
 {
 	if (io)
 		dev += device_union(io);
-	if (dev > len)
-		dev = len;
-	st->parts[PART_IO_DEVICE] += dev;
-	st->parts[PART_IO_QUEUE] += len - dev;
-	/* Completing in the OS until the task is on a run queue. */
-	st->woken_part = PART_IO_QUEUE;
+	charge_sleep(st, PART_IO_QUEUE, PART_IO_DEVICE, dev, len, raw);
 }
 
-/* The sleep in progress ends now, with what ended it: a live completion mark (or NULL), and
- * whether the waker is a task in its own context (a chain through its waits). `tid` is the
- * sleeper's thread id in the initial namespace. What ended it, first match wins:
+/* The sleep [s, now] ends, with what ended it: a live completion mark (or NULL), and whether
+ * the waker is a task in its own context (a chain through its waits); `raw` is its length as
+ * the two clocks give it (lib/thread_clock.bpf.h; 0 for the validator). `tid` is the sleeper's
+ * thread id in the initial namespace. What ended it, first match wins:
  *   - a request its thread submitted, or the kernel made for it (the mark's owners); or one
  *     blk-throttle's dispatcher queued with its submitter unseen, which ends its I/O wait (its
  *     completion wakes the thread that waits for it): own I/O, whether the kernel called the
@@ -333,23 +378,16 @@ static __always_inline void charge_own(struct call_state *st, struct call_io *io
  *     behind them (others' I/O through the waker); the rest is others' I/O in an I/O wait
  *     (the kernel calls it one), other sleep otherwise. */
 static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
-					    struct completion_mark *m, bool task_waker, __u64 now)
+					    struct completion_mark *m, bool task_waker, __u64 s,
+					    __u64 now, __s64 raw)
 {
-	__u64 s = st->last, len, dev = 0, ov;
+	__u64 len = now - s, dev = 0, ov;
 	struct call_io *io = NULL;
 	struct req_seen r;
 	bool own_mark;
 
-	now = advance(st, now);
-	len = now - s;
-	st->state = STATE_WOKEN;
-	st->woken_part = PART_SLEEP;
-	st->last = now;
-	if (st->has_io) {
+	if (st->has_io)
 		io = call_io_of(call_id(tid, st->seq));
-		if (io)
-			io->sleep_start = 0;
-	}
 	own_mark = m && (mark_owned_by(m, tid) ||
 			 ((m->flags & ORIGIN_F_DISPATCHED) && !m->nown && st->iowait));
 	if (m && (own_mark || st->iowait)) {
@@ -366,12 +404,11 @@ static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 				st->ios++;
 				append_req(st->reqs, &st->nreq, &r);
 			}
-			charge_own(st, io, dev, len);
+			charge_own(st, io, dev, len, raw);
 		} else if (io && io->sleep_ios) {
-			charge_own(st, io, 0, len);
+			charge_own(st, io, 0, len, raw);
 		} else {
-			st->parts[PART_OTHERS_IO] += len;
-			st->woken_part = PART_OTHERS_IO;
+			charge_sleep(st, PART_OTHERS_IO, PART_OTHERS_IO, 0, len, raw);
 			r = m->req;
 			r.how = REQ_OTHERS;
 			st->ios++;
@@ -385,30 +422,166 @@ static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 		}
 		if (!st->iowait)
 			history_of_sleep(tid, s, now, len);
-		return;
-	}
-	if (st->iowait && io && io->sleep_ios) {
-		charge_own(st, io, 0, len);
-		return;
-	}
-	ov = task_waker ? waker_io_within(s, now) : 0;
-	if (ov) {
-		__u64 pid_tgid = current_ids();
+	} else if (st->iowait && io && io->sleep_ios) {
+		charge_own(st, io, 0, len, raw);
+	} else {
+		ov = task_waker ? waker_io_within(s, now) : 0;
+		if (ov) {
+			__u64 pid_tgid = current_ids();
 
-		st->via_waker_ns += ov;
-		st->via_pid = pid_tgid >> 32;
-		bpf_get_current_comm(st->via_comm, sizeof(st->via_comm));
+			st->via_waker_ns += ov;
+			st->via_pid = pid_tgid >> 32;
+			bpf_get_current_comm(st->via_comm, sizeof(st->via_comm));
+		}
+		if (st->iowait) {
+			/* The kernel calls it an I/O wait: what the waker waited for, and the rest
+			 * (dirty-page throttling waits for writeback on a timer this way). */
+			charge_sleep(st, PART_OTHERS_IO, PART_OTHERS_IO, 0, len, raw);
+		} else {
+			charge_sleep(st, PART_SLEEP, PART_OTHERS_IO, ov, len, raw);
+			history_of_sleep(tid, s, now, ov);
+		}
 	}
-	if (st->iowait) {
-		/* The kernel calls it an I/O wait: what the waker waited for, and the rest
-		 * (dirty-page throttling waits for writeback on a timer this way). */
-		st->parts[PART_OTHERS_IO] += len;
-		st->woken_part = PART_OTHERS_IO;
+	if (io) {
+		/* Its requests count toward its next sleep from now on. */
+		io->sleep_start = shadow_switches ? 0 : now;
+		io->closed = io->floor = io->run_start = io->run_end = 0;
+		io->sleep_ios = 0;
+	}
+}
+
+/* The validator: the sleep since the last transition ends now. */
+static __always_inline void call_sleep_ends_now(struct call_state *st, __u32 tid,
+						struct completion_mark *m, bool task_waker,
+						__u64 now)
+{
+	__u64 s = st->last;
+
+	now = advance(st, now);
+	st->state = STATE_WOKEN;
+	st->woken_part = PART_SLEEP;
+	st->last = now;
+	call_sleep_ends(st, tid, m, task_waker, s, now, 0);
+}
+
+/* A call's thread, off its CPU since `left` (rq->clock), is woken now (ktime). */
+static __always_inline void call_woken(struct call_state *st, __u32 tid, bool iowait,
+				       __s64 left, struct completion_mark *m, bool task_waker,
+				       __u64 now)
+{
+	__s64 raw = (__s64)now - left;
+	__u64 s = clock_offset ? (__u64)(left + clock_offset) : 0;
+
+	/* The sleep began inside the call (the clocks' offset is known to within a run-queue
+	 * wait's start, and unknown until a call bounded it). */
+	if (s < st->last || s > now)
+		s = st->last;
+	if (!st->has_io) {
+		if (!call_io_bind(call_id(tid, st->seq), s))
+			return;
+		st->has_io = 1;
+	}
+	st->iowait = iowait;
+	call_sleep_ends(st, tid, m, task_waker, s, now, raw);
+	st->last = now;
+}
+
+/* A thread in an I/O wait since `left` (rq->clock) is woken now: the wait goes into its
+ * history, wholly I/O, for the threads it wakes later (once the clocks' offset is known). A
+ * traced call's thread records its other sleeps itself, with their parts (history_of_sleep). */
+static __always_inline void io_wait_ended(__u32 tid, __s64 left, __u64 now)
+{
+	struct io_history *h;
+	__u64 s;
+
+	if (!clock_offset)
+		return;
+	s = left + clock_offset;
+	if (s >= now)
+		return;
+	h = history_of(tid, true);
+	if (h)
+		history_add(h, s, now, now - s);
+}
+
+/* a / k for a signed a (the BPF instruction set before v4 divides unsigned only). */
+static __always_inline __s64 div_signed(__s64 a, __u32 k)
+{
+	return a < 0 ? -(__s64)((__u64)(-a) / k) : (__s64)((__u64)a / k);
+}
+
+/* The call returns now: its parts from the thread's accounting (lib/thread_clock.bpf.h). Its
+ * time off a CPU is the fall of sum_exec_runtime - exec_start; of that, run_delay's rise is
+ * run queue; the rest, its sleeps, goes to the parts that ended them: each sleep's raw length
+ * is its length plus the clocks' offset, which the sum solves for. What the kernel took from
+ * the thread while it held its CPU (steal time; IRQ time where the kernel accounts it) is in
+ * the time off a CPU too: spread over its sleeps, or on a CPU for a call that never slept. */
+static __always_inline void call_settle(struct call_state *st, struct task_struct *t, bool typed,
+					__u64 now)
+{
+	__u64 total = now - st->start, off, runq, sleeps = 0, n = 0, sum = 0, big = 0;
+	__s64 raw = 0, d, v;
+	struct thread_clock c;
+	__u32 top = PART_SLEEP;
+
+	st->last = now;
+	thread_clock_read(t, typed, &c);
+	if (c.nvcsw == st->at_entry.nvcsw && c.nivcsw == st->at_entry.nivcsw) {
+		/* It never left its CPU. */
+		st->parts[PART_CPU] = total;
 		return;
 	}
-	st->parts[PART_OTHERS_IO] += ov;
-	st->parts[PART_SLEEP] += len - ov;
-	history_of_sleep(tid, s, now, ov);
+	d = st->at_entry.gap - c.gap;
+	off = d < 0 ? 0 : (__u64)d;
+	if (off > total)
+		off = total;
+	runq = c.run_delay - st->at_entry.run_delay;
+	if ((__s64)runq < 0 || runq > off)
+		runq = (__s64)runq < 0 ? 0 : off;
+	sleeps = off - runq;
+	st->parts[PART_RUN_QUEUE] = runq;
+	for (int i = PART_IO_QUEUE; i < PARTS; i++) {
+		n += st->sleeps[i];
+		raw += st->sleep_raw[i];
+	}
+	if (!n) {
+		/* Preempted only (the rest is what the kernel took from it on its CPU), or slept
+		 * with its wakeup unseen (woken while it was still leaving its CPU). */
+		if (c.nvcsw == st->at_entry.nvcsw) {
+			st->parts[PART_CPU] = total - runq;
+		} else {
+			st->parts[PART_SLEEP] = sleeps;
+			st->parts[PART_CPU] = total - off;
+		}
+		return;
+	}
+	d = div_signed(raw - (__s64)sleeps, n);
+	clock_offset = d;
+	for (int i = PART_IO_QUEUE; i < PARTS; i++) {
+		v = st->sleep_raw[i] - (__s64)st->sleeps[i] * d + st->moved[i];
+		v = v < 0 ? 0 : v;
+		st->parts[i] = v;
+		sum += v;
+		if ((__u64)v > big) {
+			big = v;
+			top = i;
+		}
+	}
+	/* What division and clamping left over, to the largest part; the parts then add up to
+	 * the sleeps exactly. */
+	if (sum < sleeps) {
+		if (top < PARTS)
+			st->parts[top] += sleeps - sum;
+	} else {
+		__u64 over = sum - sleeps, take;
+
+		for (int i = PART_IO_QUEUE; i < PARTS; i++) {
+			take = st->parts[i] < over ? st->parts[i] : over;
+			st->parts[i] -= take;
+			over -= take;
+		}
+	}
+	st->parts[PART_CPU] = total - off;
 }
 
 /* A woken call's thread is on a run queue: from now on it waits for a CPU. */
@@ -426,7 +599,7 @@ static __always_inline void call_switched_in(struct call_state *st, __u32 tid, _
 {
 	if (st->state == STATE_SLEEPING) {
 		count_loss(LOSS_NO_WAKE);
-		call_sleep_ends(st, tid, NULL, false, now);
+		call_sleep_ends_now(st, tid, NULL, false, now);
 	}
 	call_enqueued(st, now);
 	charge(st, st->state == STATE_RUNNABLE ? PART_RUN_QUEUE : PART_CPU, now);

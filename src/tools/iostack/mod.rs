@@ -87,6 +87,9 @@ pub struct IostackOptions {
     pub unit: Unit,
     /// `--svg`: the breakdown picture's file, rewritten every interval.
     pub svg: Option<std::path::PathBuf>,
+    /// The validator (tests): the parts from every context switch and wakeup of the machine
+    /// (sched_switch, sched_wakeup) instead of the scheduler's own accounting.
+    pub shadow_switches: bool,
 }
 
 impl IostackOptions {
@@ -124,6 +127,7 @@ impl IostackOptions {
             slow_ns,
             unit,
             svg: None,
+            shadow_switches: false,
         })
     }
 
@@ -293,6 +297,7 @@ fn load(
         rodata.stamps = plan.stamps as u32;
         rodata.filter_dev = opts.disk.as_ref().map_or(0, |d| d.dev);
         rodata.switch_has_state = plan.switch_has_state;
+        rodata.shadow_switches = opts.shadow_switches;
         rodata.throttle_dispatch_fn = plan.links.throttle_dispatch_fn;
         rodata.req_preflush = plan.links.req_preflush;
         rodata.req_fua = plan.links.req_fua;

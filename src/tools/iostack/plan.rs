@@ -75,35 +75,22 @@ pub fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
     plan_syscall_hooks(prober, &mut plan, Attach::Auto, &opts.ops)?;
 
     let (flavor, why) = tracepoint_flavor(prober, "sched_switch");
-    plan.add(
-        "switch",
-        twin(flavor, "switch_btf", "switch_raw"),
-        flavor,
-        "sched_switch",
-        format!("a call's thread leaves or takes a CPU: on CPU, run queue, sleep; {why}"),
-    );
-    plan.add(
-        "waking",
-        twin(flavor, "waking_btf", "waking_raw"),
-        flavor,
-        "sched_waking",
-        format!("runs in the waker's context: what ended a call's sleep; {why}"),
-    );
-    plan.add(
-        "wakeup",
-        twin(flavor, "wakeup_btf", "wakeup_raw"),
-        flavor,
-        "sched_wakeup",
-        format!("a woken call's thread is on a run queue: its wait for a CPU starts, as schedstat's run_delay counts it; {why}"),
-    );
     let switch_has_state = prober.tracepoint_arity("sched_switch") == Some(4);
-    plan.decide(
-        "switch",
-        match switch_has_state {
-            true => "sched_switch passes prev_state (4 arguments in BTF)",
-            false => "sched_switch has no prev_state argument here: read from the task",
-        },
-    );
+    if opts.shadow_switches {
+        plan_switch_shadow(&mut plan, flavor, &why, switch_has_state);
+    } else {
+        plan.decide(
+            "time",
+            "the scheduler's own accounting of each call's thread, read at its entry and exit: time off a CPU (sum_exec_runtime - exec_start, in rq->clock), of which waiting for a CPU (sched_info.run_delay); no switch counted (nvcsw, nivcsw): all on a CPU; no program on the machine's context switches",
+        );
+        plan.add(
+            "waking",
+            twin(flavor, "waking_btf", "waking_raw"),
+            flavor,
+            "sched_waking",
+            format!("runs in the waker's context: what ended a call's sleep, and its length (the wakeup less when the thread left its CPU); leaves at once for a wakee in no traced call and no I/O wait; {why}"),
+        );
+    }
     plan.decide(
         "wakers",
         "a wakeup on a task's own stack is that task's doing (what it waited for meanwhile, along the chain of wakers), one on the interrupt stack a completion's",
@@ -152,6 +139,45 @@ pub fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
         req_op_write: bit("REQ_OP_WRITE", 1),
         req_op_discard: bit("REQ_OP_DISCARD", 3),
     })
+}
+
+/// The validator (tests): the same parts from every context switch and wakeup of the machine.
+fn plan_switch_shadow(
+    plan: &mut AttachPlan,
+    flavor: crate::common::kernel::plan::Flavor,
+    why: &str,
+    switch_has_state: bool,
+) {
+    plan.add(
+        "switch",
+        twin(flavor, "switch_btf", "switch_raw"),
+        flavor,
+        "sched_switch",
+        format!(
+            "validator: a call's thread leaves or takes a CPU: on CPU, run queue, sleep; {why}"
+        ),
+    );
+    plan.add(
+        "waking",
+        twin(flavor, "waking_btf", "waking_raw"),
+        flavor,
+        "sched_waking",
+        format!("validator: runs in the waker's context: what ended a call's sleep; {why}"),
+    );
+    plan.add(
+        "wakeup",
+        twin(flavor, "wakeup_btf", "wakeup_raw"),
+        flavor,
+        "sched_wakeup",
+        format!("validator: a woken call's thread is on a run queue: its wait for a CPU starts, as schedstat's run_delay counts it; {why}"),
+    );
+    plan.decide(
+        "switch",
+        match switch_has_state {
+            true => "sched_switch passes prev_state (4 arguments in BTF)",
+            false => "sched_switch has no prev_state argument here: read from the task",
+        },
+    );
 }
 
 /// One function of a layer's operation into the next free slot, or why not.
