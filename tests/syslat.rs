@@ -6,6 +6,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 use support::*;
@@ -279,7 +280,7 @@ fn explain_names_the_hooks_and_attaches() {
     require_root();
     let text = explain("syslat", &[]);
     assert!(
-        text.contains("/sys_enter") && text.contains("/sys_exit"),
+        text.contains("sys_enter") && text.contains("sys_exit"),
         "{text}"
     );
     // Forcing raw_tp must work on every kernel we support.
@@ -407,4 +408,48 @@ fn cgroups_beyond_the_room_are_counted_under_other_and_none_is_lost() {
         split.len()
     );
     drop(children);
+}
+
+/// How many times syscall programs ran (kernel.bpf_stats_enabled), from examples/bpf_prog_stats.
+fn runs_of_syscall_programs() -> u64 {
+    let out = std::process::Command::new(example_bin("bpf_prog_stats"))
+        .output()
+        .expect("bpf_prog_stats");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let name = *f.get(4)?;
+            name.starts_with("sys_e")
+                .then(|| f[2].parse::<u64>().ok())?
+        })
+        .sum()
+}
+
+#[test]
+fn a_million_getpid_calls_run_none_of_its_programs_where_each_syscall_has_its_tracepoint() {
+    let _g = serial();
+    require_root();
+    let _tracefs = Tracefs::ensure();
+    let _stats = Sysctl::set("kernel.bpf_stats_enabled", "1").expect("kernel.bpf_stats_enabled");
+    let text = explain("syslat", &[]);
+    assert!(text.contains("syscalls:sys_enter_pread64"), "{text}");
+    assert!(!text.contains("tp_btf/sys_enter"), "{text}");
+    let tool = Running::start("syslat", &["1"]);
+    tool.wait_for_lines(1, Duration::from_secs(10));
+    let before = runs_of_syscall_programs();
+    let out = std::process::Command::new(example_bin("pread_loop"))
+        .args(["--getpid", "1000000"])
+        .output()
+        .expect("pread_loop");
+    assert!(out.status.success());
+    let runs = runs_of_syscall_programs() - before;
+    let (code, _, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+    // The machine's other processes make I/O calls meanwhile (each runs two programs): a
+    // handful, against the two million runs a hook on every syscall would make.
+    assert!(
+        runs < 10_000,
+        "{runs} program runs during a million getpid calls"
+    );
 }

@@ -94,6 +94,14 @@ int sys_enter_tp(struct syscall_trace_enter *ctx)
 	return on_sys_enter(ctx->nr, ctx->args[0]);
 }
 
+/* The same for a syscall without arguments (sync): its record ends before args[0], and a
+ * program that reads past a record's end is refused at attach (EACCES). */
+SEC("tracepoint/syscalls/sys_enter_sync")
+int sys_enter_tp_noargs(struct syscall_trace_enter *ctx)
+{
+	return on_sys_enter(ctx->nr, 0);
+}
+
 SEC("tracepoint/syscalls/sys_exit_read")
 int sys_exit_tp(struct syscall_trace_exit *ctx)
 {

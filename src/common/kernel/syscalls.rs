@@ -171,8 +171,11 @@ pub fn fill_syscall_slots(table: &mut [u8; MAX_NR], ops: &[TracedOp]) -> Result<
     Ok(())
 }
 
-/// sys_enter/sys_exit through tp_btf or raw_tp (one program each for every syscall, which the
-/// in-kernel table filters), else one perf tracepoint pair per traced syscall; added to `plan`.
+/// Where the I/O syscalls are hooked, added to `plan`: by default one perf tracepoint pair per
+/// traced syscall (syscalls:sys_enter_read...), so that no program runs on the machine's other
+/// syscalls (a getpid, a futex); where tracefs or those tracepoints are missing, sys_enter and
+/// sys_exit through tp_btf or raw_tp (one program each for every syscall of the machine, which
+/// the in-kernel table filters).
 pub fn plan_syscall_hooks(
     prober: &Prober,
     plan: &mut AttachPlan,
@@ -180,7 +183,17 @@ pub fn plan_syscall_hooks(
     ops: &[TracedOp],
 ) -> Result<()> {
     let only = match attach {
-        Attach::Auto => None,
+        Attach::Auto => match per_syscall_tracepoints(prober, ops) {
+            Ok(()) => {
+                return plan_per_syscall_tracepoints(
+                    prober,
+                    plan,
+                    ops,
+                    "no program runs on the machine's other syscalls (fentry on the syscalls would take an enter and an exit program per syscall, each verified at start-up)".into(),
+                )
+            }
+            Err(_) => None,
+        },
         Attach::TpBtf => Some(Flavor::TpBtf),
         Attach::RawTp => Some(Flavor::RawTp),
         Attach::Tracepoint => {
@@ -195,6 +208,10 @@ pub fn plan_syscall_hooks(
         Err(e) => {
             bail!("--attach {attach:?} is not possible on this kernel ({e}); try --attach auto")
         }
+    };
+    let why = match (attach, per_syscall_tracepoints(prober, ops)) {
+        (Attach::Auto, Err(e)) => format!("{why}; one program on every syscall: {e}"),
+        _ => why,
     };
     let (enter, exit, task_exit) = match flavor {
         Flavor::TpBtf => ("sys_enter_btf", "sys_exit_btf", "task_exit_btf"),
@@ -215,6 +232,29 @@ pub fn plan_syscall_hooks(
     );
     Ok(())
 }
+
+/// Whether every traced syscall has its own tracepoints here (they are found through tracefs).
+fn per_syscall_tracepoints(prober: &Prober, ops: &[TracedOp]) -> Result<(), String> {
+    if prober.tracefs().is_none() {
+        return Err("the per-syscall tracepoints need tracefs, which is not mounted (mount -t tracefs nodev /sys/kernel/tracing)".into());
+    }
+    let missing: Vec<&str> = ops
+        .iter()
+        .flat_map(|o| o.members.iter())
+        .filter(|s| !prober.has_tracepoint("syscalls", &format!("sys_enter_{}", s.name)))
+        .map(|s| s.name)
+        .collect();
+    match missing.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "no per-syscall tracepoint for {}",
+            missing.join(", ")
+        )),
+    }
+}
+
+/// The traced syscalls that take no argument: their tracepoint's record has no args[0] to read.
+const NO_ARGUMENTS: &[&str] = &["sync"];
 
 fn plan_per_syscall_tracepoints(
     prober: &Prober,
@@ -237,13 +277,11 @@ fn plan_per_syscall_tracepoints(
         let reason = format!("per-syscall tracepoints: {why}");
         let enter = format!("syscalls:sys_enter_{}", s.name);
         let exit = format!("syscalls:sys_exit_{}", s.name);
-        plan.add(
-            "enter",
-            "sys_enter_tp",
-            Flavor::Tracepoint,
-            &enter,
-            reason.clone(),
-        );
+        let program = match NO_ARGUMENTS.contains(&s.name) {
+            true => "sys_enter_tp_noargs",
+            false => "sys_enter_tp",
+        };
+        plan.add("enter", program, Flavor::Tracepoint, &enter, reason.clone());
         plan.add("exit", "sys_exit_tp", Flavor::Tracepoint, &exit, reason);
     }
     if plan.programs.len() == planned {
