@@ -22,6 +22,14 @@ int floor_exit(void *ctx)
 	return 0;
 }
 
+/* Attached by hand to each traced syscall's syscalls:sys_enter_<name> and sys_exit_<name>
+ * (the per-syscall tracepoints the tools use where tracefs is mounted). */
+SEC("tp")
+int floor_syscall_tp(void *ctx)
+{
+	return 0;
+}
+
 SEC("tp_btf/sched_switch")
 int floor_switch(void *ctx)
 {

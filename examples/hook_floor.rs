@@ -7,7 +7,10 @@
 //! - `iostack`: the hooks iostack ran on a switch between tasks it does not trace and their
 //!   syscalls until it read the scheduler's own accounting: sched_switch, sched_waking,
 //!   sched_wakeup, sys_enter, sys_exit;
-//! - `iostack-kept`: the ones it keeps: sched_waking, sys_enter, sys_exit;
+//! - `iostack-kept`: the ones it keeps: sched_waking, and the syscall hooks the shared plan
+//!   picks (the traced syscalls' own tracepoints where tracefs is mounted, else sys_enter and
+//!   sys_exit);
+//! - `syscall-tracepoints`: those syscall hooks alone (syslat's);
 //! - `block`: tp_btf block_rq_complete (the one hook of a block latency histogram);
 //! - `block-submit`: block_bio_queue and block_rq_complete (what charging an I/O to the cgroup
 //!   of its submitter needs: a program in the submitter's context, and one at completion);
@@ -33,14 +36,19 @@ fn main() {
         "switch" => (false, true, false, false, false),
         "iostack" => (true, true, true, false, false),
         "iostack-kept" => (true, false, true, false, false),
+        "syscall-tracepoints" => (true, false, false, false, false),
         "block" => (false, false, false, true, false),
         "block-submit" => (false, false, false, true, true),
         "rastat" => (false, false, false, false, false),
         other => die(format!(
-            "unknown set '{other}': syscalls, switch, iostack, iostack-kept, block, block-submit or rastat"
+            "unknown set '{other}': syscalls, switch, iostack, iostack-kept, syscall-tracepoints, block, block-submit or rastat"
         )),
     };
     let pages = set == "rastat";
+    // The per-syscall tracepoints where the tools would use them (tracefs mounted).
+    let per_syscall = matches!(set.as_str(), "iostack-kept" | "syscall-tracepoints")
+        && std::path::Path::new("/sys/kernel/tracing/events/syscalls").is_dir();
+    let syscalls = syscalls && !per_syscall;
     // Before 5.16 a read marks a page, not a folio.
     let accessed = if pages
         && !std::fs::read_to_string("/proc/kallsyms")
@@ -66,6 +74,7 @@ fn main() {
             p.floor_bio_queue.set_autoload(submit);
             p.floor_page_added.set_autoload(pages);
             p.floor_page_accessed.set_autoload(pages);
+            p.floor_syscall_tp.set_autoload(per_syscall);
             if pages {
                 p.floor_page_accessed
                     .set_attach_target(0, Some(accessed.to_string()))?;
@@ -73,7 +82,26 @@ fn main() {
             open.load()
         })
         .and_then(|mut skel| skel.attach().map(|_| skel));
-    let _skel = result.unwrap_or_else(|e| die(format!("loading empty {set} programs failed: {e}")));
+    let skel = result.unwrap_or_else(|e| die(format!("loading empty {set} programs failed: {e}")));
+    let mut links = Vec::new();
+    if per_syscall {
+        let ops = iostack::common::kernel::syscalls::select(&[], false)
+            .unwrap_or_else(|e| die(e.to_string()));
+        for s in ops.iter().flat_map(|o| o.members.iter()) {
+            for side in ["enter", "exit"] {
+                let event = format!("sys_{side}_{}", s.name);
+                let syscalls = libbpf_rs::TracepointCategory::Custom("syscalls".into());
+                match skel
+                    .progs
+                    .floor_syscall_tp
+                    .attach_tracepoint(syscalls, &event)
+                {
+                    Ok(link) => links.push(link),
+                    Err(e) => die(format!("attaching syscalls:{event}: {e}")),
+                }
+            }
+        }
+    }
     let stop = iostack::common::run::StopSignal::install().unwrap_or_else(|e| die(e.to_string()));
     eprintln!("Attached empty {set} programs. Hit Ctrl-C to end.");
     stop.wait(None);

@@ -330,6 +330,24 @@ static __always_inline void call_switched_out(struct call_state *st, __u32 tid, 
 	}
 }
 
+/* What the current task waited for in [from, to] (waker_io_within), checked by the verifier
+ * once on its own: inlined, its loop over the history multiplied the wakeup program's states. */
+__noinline __u64 waker_io_within_now(__u64 from, __u64 to)
+{
+	return waker_io_within(from, to);
+}
+
+/* The flushes the mark in `slot` of this CPU includes were waited for (credit_flushes), checked
+ * once on its own. */
+__noinline int credit_flushes_of(__u32 slot)
+{
+	struct completion_mark *m = cpu_mark(slot);
+
+	if (m)
+		credit_flushes(m, &waited[KIND_FLUSH]);
+	return 0;
+}
+
 /* A sleep of `len` ns, ending now, is `principal`'s, of which `amount2` (at most all of it) is
  * `part2`'s. The validator charges it at once (and the wait until the thread is on a run queue
  * goes to `principal`); otherwise its raw length goes to `principal`, for the exit to settle
@@ -418,14 +436,14 @@ static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 			m->waited = 1;
 			if (m->kind < KINDS)
 				__sync_fetch_and_add(&waited[m->kind], 1);
-			credit_flushes(m, &waited[KIND_FLUSH]);
+			credit_flushes_of(m == cpu_mark(0) ? 0 : 1);
 		}
 		if (!st->iowait)
 			history_of_sleep(tid, s, now, len);
 	} else if (st->iowait && io && io->sleep_ios) {
 		charge_own(st, io, 0, len, raw);
 	} else {
-		ov = task_waker ? waker_io_within(s, now) : 0;
+		ov = task_waker ? waker_io_within_now(s, now) : 0;
 		if (ov) {
 			__u64 pid_tgid = current_ids();
 
