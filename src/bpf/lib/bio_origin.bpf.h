@@ -83,8 +83,10 @@ const volatile bool bio_tp_with_queue = false;
 const volatile __u32 req_preflush = 1 << 18;
 const volatile __u32 req_fua = 1 << 17;
 
-/* The address of blk_throtl_dispatch_work_fn (0: this kernel has none, or we do not look). */
-const volatile __u64 throttle_dispatch_fn = 0;
+/* The address of blk_throtl_dispatch_work_fn (0: this kernel has none, or we do not look). Not
+ * read-only: user space sets it after the verifier is done and before attaching, so that the
+ * kernel's slow /proc/kallsyms (40-120 ms) is read beside the verifier's work. */
+__u64 throttle_dispatch_fn = 0;
 
 /* Stacked (bio-based) devices whose clones are linked to the bios above (dm, md; set by user
  * space for -d of such a device, or every one of them without -d). */

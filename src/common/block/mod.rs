@@ -9,6 +9,8 @@ pub mod disk;
 pub mod reqflags;
 pub mod unseen;
 
+use std::sync::{Arc, Mutex, OnceLock};
+
 use anyhow::{anyhow, Result};
 
 use crate::common::kernel::hooks::{
@@ -290,8 +292,9 @@ pub struct BioLinks {
     /// REQ_PREFLUSH and REQ_FUA: a bio asking for a flush goes through the flush machinery.
     pub req_preflush: u32,
     pub req_fua: u32,
-    /// blk_throtl_dispatch_work_fn's address (0: none here, or addresses hidden).
-    pub throttle_dispatch_fn: u64,
+    /// blk_throtl_dispatch_work_fn's address (0: none here, or addresses hidden), read from
+    /// kallsyms in a thread of its own: ask for it as late as possible.
+    pub throttle_dispatch: LaterAddress,
     /// The stacked devices whose clones are linked to the bios above (at most 8).
     pub stacked: Vec<u32>,
     /// With -d: the disks under it, whose requests carry its I/O, and the stacked devices over
@@ -300,6 +303,40 @@ pub struct BioLinks {
     pub stack: Vec<u32>,
     /// With -d: the stacked devices over it, whose files' calls are the disk's too.
     pub above: Vec<disk::DiskFilter>,
+}
+
+/// What gives the address once the read is done (joins its thread).
+type AddressRead = Box<dyn FnOnce() -> Option<u64> + Send>;
+
+/// An address being read from /proc/kallsyms in a thread of its own (the kernel takes 40-120 ms
+/// to write it), asked for where it is needed: planning and loading go on meanwhile.
+#[derive(Clone, Default)]
+pub struct LaterAddress {
+    read: Arc<Mutex<Option<AddressRead>>>,
+    value: Arc<OnceLock<u64>>,
+}
+
+impl LaterAddress {
+    pub fn new(read: impl FnOnce() -> Option<u64> + Send + 'static) -> LaterAddress {
+        LaterAddress {
+            read: Arc::new(Mutex::new(Some(Box::new(read)))),
+            value: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The address (0: none, or hidden), waiting for the read if it is not done.
+    pub fn get(&self) -> u64 {
+        *self.value.get_or_init(|| {
+            let read = self.read.lock().ok().and_then(|mut r| r.take());
+            read.and_then(|f| f()).unwrap_or(0)
+        })
+    }
+}
+
+impl std::fmt::Debug for LaterAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LaterAddress")
+    }
 }
 
 /// Plans what links the kernel's work on a submitter's behalf back to it (after
@@ -350,13 +387,14 @@ pub fn plan_bio_links(
             };
             plan_function(prober, plan, &hook).ok().map(|_| f)
         });
-    links.throttle_dispatch_fn = dispatch_fn().unwrap_or(0);
+    links.throttle_dispatch = LaterAddress::new(dispatch_fn);
+    let dispatcher = "blk_throtl_dispatch_work_fn";
     plan.decide(
         "throttle",
-        match (held, links.throttle_dispatch_fn) {
-            (_, 0) => "no blk_throtl_dispatch_work_fn in kallsyms (no blk-throttle, or addresses hidden): a bio it held counts as its dispatcher's".to_string(),
-            (Some(f), a) => format!("a bio blk-throttle holds is its submitter's, seen as {f} takes it; its dispatcher (blk_throtl_dispatch_work_fn, {a:#x}) queues it later, and the time it was held is shown"),
-            (None, a) => format!("no function hooks here to see blk-throttle take a bio: a bio its dispatcher (blk_throtl_dispatch_work_fn, {a:#x}) queues is taken for the submitter of the thread its completion wakes from an I/O wait (a direct or synchronous writer's own; a page's first waiter)"),
+        match (held, prober.has_function(dispatcher)) {
+            (_, false) => format!("no {dispatcher} (no blk-throttle here): a bio it held counts as its dispatcher's"),
+            (Some(f), true) => format!("a bio blk-throttle holds is its submitter's, seen as {f} takes it; its dispatcher ({dispatcher}, its address from kallsyms) queues it later, and the time it was held is shown"),
+            (None, true) => format!("no function hooks here to see blk-throttle take a bio: a bio its dispatcher ({dispatcher}, its address from kallsyms) queues is taken for the submitter of the thread its completion wakes from an I/O wait (a direct or synchronous writer's own; a page's first waiter)"),
         },
     );
 

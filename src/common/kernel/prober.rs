@@ -292,7 +292,10 @@ impl Prober {
     /// for a described kernel or a symbol it lacks; read in a thread of its own while the
     /// caller goes on planning (the kernel takes 40-70 ms to write /proc/kallsyms on the CI
     /// host): the returned function gives the answer.
-    pub fn symbol_address_later(&self, name: &str) -> impl FnOnce() -> Option<u64> {
+    pub fn symbol_address_later(
+        &self,
+        name: &str,
+    ) -> impl FnOnce() -> Option<u64> + Send + 'static {
         let name = name.to_string();
         let reader = self
             .facilities()

@@ -82,6 +82,20 @@ pub fn load_planned<B>(
 where
     B: libbpf_rs::skel::SkelBuilder<'static>,
 {
+    load_planned_then(builder, plan, configure, |_| Ok(()))
+}
+
+/// load_planned, with `loaded` called between load and attach: what the programs need before
+/// they run that took too long to have before the verifier started (set in .bss).
+pub fn load_planned_then<B>(
+    builder: B,
+    plan: &AttachPlan,
+    configure: impl FnOnce(&mut B::Output) -> Result<()>,
+    loaded: impl FnOnce(&mut <B::Output as libbpf_rs::skel::OpenSkel<'static>>::Output) -> Result<()>,
+) -> Result<Loaded<<B::Output as libbpf_rs::skel::OpenSkel<'static>>::Output>>
+where
+    B: libbpf_rs::skel::SkelBuilder<'static>,
+{
     use libbpf_rs::skel::{OpenSkel as _, Skel as _};
 
     let mut open = builder
@@ -90,6 +104,7 @@ where
     configure(&mut open)?;
     plan.apply(open.open_object_mut())?;
     let mut skel = open.load().map_err(|e| load_advice(plan, e))?;
+    loaded(&mut skel)?;
     skel.attach().map_err(|e| {
         anyhow::anyhow!(
             "attaching {}'s programs failed ({e}); try --explain",

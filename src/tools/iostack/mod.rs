@@ -27,7 +27,8 @@ use crate::common::load::maps::{
     drain_generation, drain_percpu_array, drain_percpu_hash, per_cpu_counts, HistogramCollector,
 };
 use crate::common::load::{
-    c_str, copy_struct, load_planned, load_with_thread_state, mapped, thread_state_maps, Loaded,
+    c_str, copy_struct, load_planned_then, load_with_thread_state, mapped, thread_state_maps,
+    Loaded,
 };
 use crate::common::losses::{
     read_kernel_losses, Loss, LossEvent, LossTally, Noun, SkippedRuns, CALLS,
@@ -257,81 +258,91 @@ fn load(
     opts: &IostackOptions,
     per_task: bool,
 ) -> Result<Loaded<IostackSkel<'static>>> {
-    load_planned(IostackSkelBuilder::default(), &plan.plan, |open| {
-        thread_state_maps(
-            &mut open.maps.calls_by_task,
-            &mut open.maps.calls_by_tid,
-            per_task,
-        )?;
-        let ring = if opts.slow_ns.is_some() {
-            RINGBUF_BYTES
-        } else {
-            4096
-        };
-        open.maps.events.set_max_entries(ring)?;
-        let groups = match (opts.per_process, opts.per_cgroup) {
-            _ if opts.slow_ns.is_some() => 1,
-            (true, _) => PROC_ENTRIES,
-            (false, Some(_)) => per_cgroup_entries(opts.ops.len() as u32),
-            (false, None) => 1,
-        };
-        open.maps.group_totals.set_max_entries(groups)?;
-        if plan.stamps == crate::common::block::Stamps::Ours {
-            open.maps.starts.set_max_entries(request_map_entries())?;
-        } else {
-            open.maps.starts.set_max_entries(1)?;
-        }
-        let rodata = mapped(open.maps.rodata_data.as_deref_mut(), "iostack's .rodata")?;
-        rodata.per_task = per_task;
-        rodata.unit_ns = opts.unit.ns();
-        rodata.unit_lg = opts.unit.lg();
-        fill_syscall_slots(&mut rodata.sys_slot, &opts.ops)?;
-        copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
-        fill_task_cgroup_map(&mut open.maps.task_cgroup, opts.tasks.cgroup.as_ref())?;
-        copy_struct("rq_bits", &mut rodata.rq_bits, &plan.accounted)?;
-        for (dst, src) in rodata.slots.iter_mut().zip(&plan.slots) {
-            copy_struct("fn_slot", dst, src)?;
-        }
-        rodata.rq_tp_single_arg = plan.rq_single_arg;
-        rodata.bio_tp_with_queue = plan.bio_with_queue;
-        rodata.stamps = plan.stamps as u32;
-        rodata.filter_dev = opts.disk.as_ref().map_or(0, |d| d.dev);
-        rodata.switch_has_state = plan.switch_has_state;
-        rodata.shadow_switches = opts.shadow_switches;
-        rodata.throttle_dispatch_fn = plan.links.throttle_dispatch_fn;
-        rodata.req_preflush = plan.links.req_preflush;
-        rodata.req_fua = plan.links.req_fua;
-        for (dst, dev) in rodata.stacked_devs.iter_mut().zip(&plan.links.stacked) {
-            *dst = *dev;
-        }
-        for (dst, dev) in rodata.filter_stack.iter_mut().zip(&plan.links.stack) {
-            *dst = *dev;
-        }
-        rodata.req_rahead = plan.req_rahead;
-        rodata.req_op_write = plan.req_op_write;
-        rodata.req_op_discard = plan.req_op_discard;
-        rodata.per_process = opts.per_process;
-        rodata.per_cgroup_depth = opts.per_cgroup.unwrap_or(0);
-        rodata.want_journeys = opts.slow_ns.is_some();
-        rodata.slow_ns = opts.slow_ns.unwrap_or(0);
-        rodata.open_op = opts.open_op();
-        if let Some(fs) = &opts.fs {
-            rodata.filter_fs = true;
-            for (dst, b) in rodata.fs_filter.iter_mut().zip(fs.bytes()) {
-                *dst = b as _;
-            }
-        }
-        if let Some(d) = &opts.disk {
-            // The calls on files of the disk, and of the devices stacked over it.
-            let devs = std::iter::once(d)
-                .chain(&plan.links.above)
-                .flat_map(|d| d.file_devices());
-            for (dst, dev) in rodata.disk_devs.iter_mut().zip(devs.take(DISK_DEVS)) {
-                *dst = dev;
-            }
-        }
+    let set_dispatcher = |skel: &mut IostackSkel<'static>| -> Result<()> {
+        // Read beside the verifier's work (the kallsyms thread), set before any program runs.
+        let bss = mapped(skel.maps.bss_data.as_deref_mut(), "iostack's .bss")?;
+        bss.throttle_dispatch_fn = plan.links.throttle_dispatch.get();
         Ok(())
-    })
+    };
+    load_planned_then(
+        IostackSkelBuilder::default(),
+        &plan.plan,
+        |open| {
+            thread_state_maps(
+                &mut open.maps.calls_by_task,
+                &mut open.maps.calls_by_tid,
+                per_task,
+            )?;
+            let ring = if opts.slow_ns.is_some() {
+                RINGBUF_BYTES
+            } else {
+                4096
+            };
+            open.maps.events.set_max_entries(ring)?;
+            let groups = match (opts.per_process, opts.per_cgroup) {
+                _ if opts.slow_ns.is_some() => 1,
+                (true, _) => PROC_ENTRIES,
+                (false, Some(_)) => per_cgroup_entries(opts.ops.len() as u32),
+                (false, None) => 1,
+            };
+            open.maps.group_totals.set_max_entries(groups)?;
+            if plan.stamps == crate::common::block::Stamps::Ours {
+                open.maps.starts.set_max_entries(request_map_entries())?;
+            } else {
+                open.maps.starts.set_max_entries(1)?;
+            }
+            let rodata = mapped(open.maps.rodata_data.as_deref_mut(), "iostack's .rodata")?;
+            rodata.per_task = per_task;
+            rodata.unit_ns = opts.unit.ns();
+            rodata.unit_lg = opts.unit.lg();
+            fill_syscall_slots(&mut rodata.sys_slot, &opts.ops)?;
+            copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
+            fill_task_cgroup_map(&mut open.maps.task_cgroup, opts.tasks.cgroup.as_ref())?;
+            copy_struct("rq_bits", &mut rodata.rq_bits, &plan.accounted)?;
+            for (dst, src) in rodata.slots.iter_mut().zip(&plan.slots) {
+                copy_struct("fn_slot", dst, src)?;
+            }
+            rodata.rq_tp_single_arg = plan.rq_single_arg;
+            rodata.bio_tp_with_queue = plan.bio_with_queue;
+            rodata.stamps = plan.stamps as u32;
+            rodata.filter_dev = opts.disk.as_ref().map_or(0, |d| d.dev);
+            rodata.switch_has_state = plan.switch_has_state;
+            rodata.shadow_switches = opts.shadow_switches;
+            rodata.req_preflush = plan.links.req_preflush;
+            rodata.req_fua = plan.links.req_fua;
+            for (dst, dev) in rodata.stacked_devs.iter_mut().zip(&plan.links.stacked) {
+                *dst = *dev;
+            }
+            for (dst, dev) in rodata.filter_stack.iter_mut().zip(&plan.links.stack) {
+                *dst = *dev;
+            }
+            rodata.req_rahead = plan.req_rahead;
+            rodata.req_op_write = plan.req_op_write;
+            rodata.req_op_discard = plan.req_op_discard;
+            rodata.per_process = opts.per_process;
+            rodata.per_cgroup_depth = opts.per_cgroup.unwrap_or(0);
+            rodata.want_journeys = opts.slow_ns.is_some();
+            rodata.slow_ns = opts.slow_ns.unwrap_or(0);
+            rodata.open_op = opts.open_op();
+            if let Some(fs) = &opts.fs {
+                rodata.filter_fs = true;
+                for (dst, b) in rodata.fs_filter.iter_mut().zip(fs.bytes()) {
+                    *dst = b as _;
+                }
+            }
+            if let Some(d) = &opts.disk {
+                // The calls on files of the disk, and of the devices stacked over it.
+                let devs = std::iter::once(d)
+                    .chain(&plan.links.above)
+                    .flat_map(|d| d.file_devices());
+                for (dst, dev) in rodata.disk_devs.iter_mut().zip(devs.take(DISK_DEVS)) {
+                    *dst = dev;
+                }
+            }
+            Ok(())
+        },
+        set_dispatcher,
+    )
 }
 
 fn add_op_totals(sum: &mut types::op_totals, one: &types::op_totals) {
