@@ -322,6 +322,17 @@ impl Running {
     }
 }
 
+impl Drop for Running {
+    /// A test that fails before it stops its tool must not leave it running, tracing on into
+    /// the next test.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 pub fn run(tool: &str, args: &[&str]) -> Output {
     Command::new(bin(tool))
         .args(args)
