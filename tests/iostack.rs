@@ -227,18 +227,23 @@ fn run_queue_and_io_waits_agree_with_the_kernels_own_accounting() {
     // CPU, waiting for one and waiting for I/O than passed. Now and then they are not (the CI
     // host's 6.18 gave 249 ticks of I/O wait in 1.0036 s once in six runs; a thread's first I/O
     // wait can count its whole uptime on 6.12 and 6.18, which is why the helper waits once before
-    // it is traced): such a run is no evidence either way, and is run again.
+    // it is traced): such a run is no evidence either way, and is run again. So is one whose
+    // first figures the helper read late in the call (requests_missed: the reader's requests
+    // the disk had done by then): they are no account of the whole call. The first one or two
+    // pass blk-throttle's slice at once, in a wait too short to be seen (1-2 in every run on
+    // the CI host, 2026-11-26), with no spinner yet; 10 of 20 were missed once under TCG.
+    const SEEN_LATE: u64 = 2;
     let mut impossible = Vec::new();
     let (read, kernel) = loop {
         let (read, kernel) = reader_beside_a_spinner();
         let sum = kernel["exec_ns"] + kernel["run_delay_ns"] + kernel["blkio_ticks"] * tick_ns;
-        if sum <= kernel["elapsed_ns"] + tick_ns {
+        if sum <= kernel["elapsed_ns"] + tick_ns && kernel["requests_missed"] <= SEEN_LATE {
             break (read, kernel);
         }
         impossible.push(kernel);
         assert!(
             impossible.len() < 3,
-            "the kernel's own accounting of the reader was impossible 3 times: {impossible:?}"
+            "the kernel's own accounting of the reader was impossible or late 3 times: {impossible:?}"
         );
     };
     // The kernel measures run_delay with the run queue's clock, which it reads once per

@@ -668,6 +668,21 @@ parts_add_up() {
     END { for (k in t) if (s[k] != t[k] || y[k] != t[k]) printf "%s: parts %s, total %s, syscall %s; ", name[k], s[k], t[k], y[k] }'
 }
 
+# parts_of NAME OP: the op's parts as words, for a failure's report.
+parts_of() {
+  _p=""
+  for _k in on_cpu run_queue io_queue io_device others_io others_io_via_waker other_sleep; do
+    _p="$_p $_k $(op_field "$1" "$2" "breakdown.${_k}_ns")"
+  done
+  echo "parts:$_p"
+}
+
+# kernel_figure NAME KEY: a figure of breakdown_workload's last line (NAME.wl): the kernel's own
+# account of its reader over its reads.
+kernel_figure() {
+  awk -v k="$2" '/^reads/ { for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' "$IOSTACK_WORK/$1.wl"
+}
+
 # io_of NAME OP: the op's time waiting for I/O (OS queue + device + others' I/O).
 io_of() {
   echo $(($(op_field "$1" "$2" breakdown.io_queue_ns) + $(op_field "$1" "$2" breakdown.io_device_ns) + $(op_field "$1" "$2" breakdown.others_io_ns)))
