@@ -541,16 +541,17 @@ FN_SLOTS_16
 static __always_inline int on_sys_enter(long id, __u64 fd)
 {
 	__u32 slot = slot_of(id);
-	struct task_struct *task;
+	struct task_struct *t;
 	struct call_state *st;
 	__u64 now;
 
 	if (!slot || !current_selected())
 		return 0;
-	task = current_task_btf();
-	if (in_compat_syscall(task))
+	/* Typed where task storage is used (5.11+), else the probed pointer: read once. */
+	t = current_task_any();
+	if (in_compat_syscall(per_task ? t : NULL))
 		return 0;
-	st = calls_of(task, current_tid(), true);
+	st = calls_of(per_task ? t : NULL, current_tid(), true);
 	if (!st) {
 		count_loss(LOSS_START_FULL);
 		return 0;
@@ -566,8 +567,6 @@ static __always_inline int on_sys_enter(long id, __u64 fd)
 		st->sleeps[i] = 0;
 	}
 	if (!shadow_switches) {
-		struct task_struct *t = current_task_any();
-
 		thread_clock_read(t, per_task, &st->at_entry);
 		/* Until a call that slept solves it: the clocks' offset is at most now - when this
 		 * thread's accounting was last brought up to date. */

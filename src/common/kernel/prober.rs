@@ -11,6 +11,7 @@ use std::ffi::{CStr, CString};
 use std::fs;
 use std::hash::{DefaultHasher, Hash as _, Hasher as _};
 use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd as _, FromRawFd as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
@@ -297,11 +298,18 @@ impl Prober {
         name: &str,
     ) -> impl FnOnce() -> Option<u64> + Send + 'static {
         let name = name.to_string();
-        let reader = self
-            .facilities()
-            .is_none()
-            .then(|| std::thread::spawn(move || kallsyms_text_address(&name)));
-        move || reader.and_then(|r| r.join().ok().flatten())
+        let asked = match self.facilities() {
+            None => kernel_symbol_address(&name),
+            Some(_) => Ok(None),
+        };
+        let reader = match asked {
+            Ok(_) => None,
+            Err(_) => Some(std::thread::spawn(move || kallsyms_text_address(&name))),
+        };
+        move || match reader {
+            Some(r) => r.join().ok().flatten(),
+            None => asked.ok().flatten(),
+        }
     }
 
     /// A tracepoint exists: its `btf_trace_<name>` typedef, or tracefs when BTF lacks it.
@@ -371,10 +379,18 @@ impl Prober {
             })
     }
 
+    /// The id of the typedef called `name` in vmlinux (`btf_trace_<tracepoint>`).
+    fn typedef_id(&self, name: &str) -> Option<u32> {
+        self.ids_named(name)
+            .find(|&id| self.btf.type_by_id::<Typedef>(TypeId::from(id)).is_some())
+    }
+
     /// A tp_btf program loads and attaches on this tracepoint.
     pub fn tp_btf_works(&self, tracepoint: &str) -> Result<(), String> {
         match self.facilities() {
-            None => trial(Trial::TpBtf, tracepoint),
+            None => trial(Trial::TpBtf, tracepoint, || {
+                self.typedef_id(&format!("btf_trace_{tracepoint}"))
+            }),
             Some(f) => self.described_tracepoint(f, tracepoint),
         }
     }
@@ -392,7 +408,7 @@ impl Prober {
     /// A raw_tp program loads and attaches on this tracepoint.
     pub fn raw_tp_works(&self, tracepoint: &str) -> Result<(), String> {
         match self.facilities() {
-            None => trial(Trial::RawTp, tracepoint),
+            None => trial(Trial::RawTp, tracepoint, || Some(0)),
             Some(f) => self.described_tracepoint(f, tracepoint),
         }
     }
@@ -406,7 +422,7 @@ impl Prober {
             ));
         }
         match self.facilities() {
-            None => trial(Trial::Fentry, function),
+            None => trial(Trial::Fentry, function, || self.function_id(function)),
             Some(f) if f.fentry => Ok(()),
             Some(_) => Err("this kernel refuses fentry programs (described)".into()),
         }
@@ -445,7 +461,7 @@ impl Prober {
                 false => Err(format!("{function} is not in the kernel's BTF")),
             };
         }
-        trial(Trial::Kprobe, function)
+        trial(Trial::Kprobe, function, || None)
     }
 
     /// Whether every queue traced (one disk, or every request-based disk) carries this stamp on
@@ -549,6 +565,43 @@ pub fn kallsyms_text_address(name: &str) -> Option<u64> {
         .filter(|&a| a != 0)
 }
 
+/// `name`'s address as the kernel's own lookup gives it (bpf_kallsyms_lookup_name, from a
+/// syscall program's test run: 5.16+, and like /proc/kallsyms' addresses only for a process the
+/// kernel shows them to); Ok(None): no such symbol; Err: ask /proc/kallsyms.
+fn kernel_symbol_address(name: &str) -> Result<Option<u64>, String> {
+    let _quiet = quiet_libbpf();
+    let mut storage = MaybeUninit::<OpenObject>::uninit();
+    let mut open = ProbeSkelBuilder::default()
+        .open(&mut storage)
+        .map_err(|e| e.to_string())?;
+    let progs = &mut open.progs;
+    progs.probe_fentry.set_autoload(false);
+    progs.probe_tp_btf.set_autoload(false);
+    progs.probe_kprobe.set_autoload(false);
+    progs.probe_raw_tp.set_autoload(false);
+    let skel = open.load().map_err(|e| e.to_string())?;
+    // struct ksym_query: addr, err, name[64].
+    let mut query = [0u8; 80];
+    let bytes = name.as_bytes();
+    if bytes.len() >= 64 {
+        return Err(format!("{name}: too long a name to ask for"));
+    }
+    query[16..16 + bytes.len()].copy_from_slice(bytes);
+    skel.progs
+        .ksym_address
+        .test_run(libbpf_rs::ProgramInput {
+            context_in: Some(&mut query),
+            ..Default::default()
+        })
+        .map_err(|e| e.to_string())?;
+    let addr = u64::from_ne_bytes(query[0..8].try_into().unwrap_or_default());
+    match i64::from_ne_bytes(query[8..16].try_into().unwrap_or_default()) {
+        0 if addr != 0 => Ok(Some(addr)),
+        e if e == -(libc::ENOENT as i64) => Ok(None),
+        e => Err(format!("bpf_kallsyms_lookup_name: {e}")),
+    }
+}
+
 fn kallsyms_text(name: &str) -> Option<String> {
     use std::io::BufRead;
     let file = fs::File::open("/proc/kallsyms").ok()?;
@@ -578,14 +631,19 @@ enum Trial {
     Kprobe,
 }
 
-/// What the trials of this process found. The kernel's answer does not change while we run, and
-/// a trial costs an object load (6-12 ms on the CI host, most of it libbpf reading the kernel's
-/// BTF). A kernel that refuses fentry with EPERM (the CI host: lockdown-like policy, not the
-/// function) refuses it for every function: the first such answer stands for all.
+/// What the trials of this process found. The kernel's answer does not change while we run. A
+/// kernel that refuses fentry with EPERM (the CI host: lockdown-like policy, not the function)
+/// refuses it for every function: the first such answer stands for all.
 static TRIALS: Mutex<BTreeMap<(Trial, String), Result<(), String>>> = Mutex::new(BTreeMap::new());
 
-/// Loads (and attaches) one empty probe program retargeted at `target`, once per process.
-fn trial(kind: Trial, target: &str) -> Result<(), String> {
+/// Loads (and attaches) one empty program at `target`, once per process. `vmlinux_id` gives the
+/// target's id in vmlinux' BTF (0 for a raw tracepoint, which has none; None where it is not
+/// there, e.g. in a module, or for a kprobe).
+fn trial(
+    kind: Trial,
+    target: &str,
+    vmlinux_id: impl FnOnce() -> Option<u32>,
+) -> Result<(), String> {
     let mut known = TRIALS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(r) = known.get(&(kind, target.to_string())) {
         return r.clone();
@@ -595,7 +653,10 @@ fn trial(kind: Trial, target: &str) -> Result<(), String> {
             return r.clone();
         }
     }
-    let r = trial_load(kind, target);
+    let r = match vmlinux_id() {
+        Some(id) => trial_bare(kind, target, id),
+        None => trial_load(kind, target),
+    };
     if kind == Trial::Fentry {
         if let Err(e) = &r {
             if e.starts_with("load failed") && e.contains("os error 1)") {
@@ -607,6 +668,99 @@ fn trial(kind: Trial, target: &str) -> Result<(), String> {
     r
 }
 
+/// A trial as two system calls: `r0 = 0; exit` loaded against the target's BTF id (the prober
+/// already read vmlinux' BTF), then attached. A libbpf object's load reads and parses the
+/// kernel's BTF again: 8-12 ms a trial, six trials in iostack's start on the CI host
+/// (strace, 2026-11-26), against well under one here.
+fn trial_bare(kind: Trial, target: &str, btf_id: u32) -> Result<(), String> {
+    let (prog_type, attach_type) = match kind {
+        Trial::TpBtf => (
+            libbpf_sys::BPF_PROG_TYPE_TRACING,
+            libbpf_sys::BPF_TRACE_RAW_TP,
+        ),
+        Trial::Fentry => (
+            libbpf_sys::BPF_PROG_TYPE_TRACING,
+            libbpf_sys::BPF_TRACE_FENTRY,
+        ),
+        Trial::RawTp => (libbpf_sys::BPF_PROG_TYPE_RAW_TRACEPOINT, 0),
+        Trial::Kprobe => return trial_load(kind, target),
+    };
+    let insn = |code: u8| libbpf_sys::bpf_insn {
+        code,
+        _bitfield_align_1: [],
+        _bitfield_1: libbpf_sys::bpf_insn::new_bitfield_1(0, 0),
+        off: 0,
+        imm: 0,
+    };
+    let insns = [
+        insn((libbpf_sys::BPF_ALU64 | libbpf_sys::BPF_MOV | libbpf_sys::BPF_K) as u8),
+        insn((libbpf_sys::BPF_JMP | libbpf_sys::BPF_EXIT) as u8),
+    ];
+    let opts = libbpf_sys::bpf_prog_load_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+        expected_attach_type: attach_type,
+        attach_btf_id: btf_id,
+        ..Default::default()
+    };
+    let name = c"iostack_trial";
+    let gpl = c"GPL";
+    // SAFETY: two valid instructions, NUL-terminated strings and an options struct that live
+    // across the call; the returned descriptor is ours to close.
+    let fd = unsafe {
+        libbpf_sys::bpf_prog_load(
+            prog_type,
+            name.as_ptr(),
+            gpl.as_ptr(),
+            insns.as_ptr(),
+            insns.len() as _,
+            &opts as *const _ as *mut _,
+        )
+    };
+    if fd < 0 {
+        return Err(format!(
+            "load failed: {}",
+            std::io::Error::from_raw_os_error(-fd)
+        ));
+    }
+    // SAFETY: fd was just returned to us and is closed only by this OwnedFd.
+    let prog = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    let tracepoint = CString::new(target).map_err(|e| e.to_string())?;
+    let name = match kind {
+        Trial::RawTp => tracepoint.as_ptr(),
+        _ => std::ptr::null(),
+    };
+    // SAFETY: a NUL-terminated name (or none: the program's own target) and a loaded program.
+    let link = unsafe { libbpf_sys::bpf_raw_tracepoint_open(name, prog.as_raw_fd()) };
+    if link < 0 {
+        return Err(format!(
+            "attach failed: {}",
+            std::io::Error::from_raw_os_error(-link)
+        ));
+    }
+    // SAFETY: as above; closing it detaches the trial.
+    let link = unsafe { std::os::fd::OwnedFd::from_raw_fd(link) };
+    TRIAL_LINKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(link);
+    Ok(())
+}
+
+/// The trials' links, kept until the tool's own programs are attached (release_trials): the
+/// last program to leave a tracepoint turns its static key off, which patches the kernel's text
+/// and waits for it (closing a trial's link took 7-20 ms, three of them 30 ms of iostack's
+/// start on the CI host, 2026-11-26); with ours on the same tracepoints, leaving is cheap. An
+/// empty program meanwhile costs the events a few nanoseconds.
+static TRIAL_LINKS: Mutex<Vec<std::os::fd::OwnedFd>> = Mutex::new(Vec::new());
+
+/// Detaches the trials, once the tool's programs are attached (beside it: the tool goes on).
+pub fn release_trials() {
+    let links = std::mem::take(&mut *TRIAL_LINKS.lock().unwrap_or_else(|e| e.into_inner()));
+    if !links.is_empty() {
+        std::thread::spawn(move || drop(links));
+    }
+}
+
 fn trial_load(kind: Trial, target: &str) -> Result<(), String> {
     let _quiet = quiet_libbpf();
     let mut storage = MaybeUninit::<OpenObject>::uninit();
@@ -614,6 +768,7 @@ fn trial_load(kind: Trial, target: &str) -> Result<(), String> {
         .open(&mut storage)
         .map_err(|e| e.to_string())?;
     let progs = &mut open.progs;
+    progs.ksym_address.set_autoload(false);
     progs
         .probe_fentry
         .set_autoload(matches!(kind, Trial::Fentry));
@@ -732,4 +887,23 @@ fn module_signature(
 /// Reads a small sysfs/procfs file, trimmed.
 pub fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
     fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel's own lookup (a syscall program's test run) gives the address /proc/kallsyms
+    /// lists, for the function iostack asks about (the CI host: 6.18, as root).
+    #[test]
+    fn the_kernels_symbol_lookup_gives_the_address_kallsyms_lists() {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "this test asks the running kernel and must run as root"
+        );
+        let name = "blk_throtl_dispatch_work_fn";
+        let listed = kallsyms_text_address(name).expect("blk-throttle in /proc/kallsyms");
+        assert_eq!(kernel_symbol_address(name), Ok(Some(listed)));
+        assert_eq!(kernel_symbol_address("no_such_function_here"), Ok(None));
+    }
 }

@@ -182,6 +182,9 @@ pub fn plan_syscall_hooks(
     attach: Attach,
     ops: &[TracedOp],
 ) -> Result<()> {
+    // Why there are no per-syscall tracepoints here, for the explanation of the choice made
+    // instead (asked once: it reads tracefs for each traced syscall).
+    let mut missing = None;
     let only = match attach {
         Attach::Auto => match per_syscall_tracepoints(prober, ops) {
             Ok(()) => {
@@ -192,7 +195,10 @@ pub fn plan_syscall_hooks(
                     "no program runs on the machine's other syscalls (fentry on the syscalls would take an enter and an exit program per syscall, each verified at start-up)".into(),
                 )
             }
-            Err(_) => None,
+            Err(e) => {
+                missing = Some(e);
+                None
+            }
         },
         Attach::TpBtf => Some(Flavor::TpBtf),
         Attach::RawTp => Some(Flavor::RawTp),
@@ -209,9 +215,9 @@ pub fn plan_syscall_hooks(
             bail!("--attach {attach:?} is not possible on this kernel ({e}); try --attach auto")
         }
     };
-    let why = match (attach, per_syscall_tracepoints(prober, ops)) {
-        (Attach::Auto, Err(e)) => format!("{why}; one program on every syscall: {e}"),
-        _ => why,
+    let why = match missing {
+        Some(e) => format!("{why}; one program on every syscall: {e}"),
+        None => why,
     };
     let (enter, exit, task_exit) = match flavor {
         Flavor::TpBtf => ("sys_enter_btf", "sys_exit_btf", "task_exit_btf"),

@@ -112,6 +112,7 @@ where
         )
     })?;
     let links = plan.attach_manual(skel.object())?;
+    crate::common::kernel::prober::release_trials();
     Ok(Loaded {
         skel,
         _links: links,
