@@ -125,9 +125,13 @@ if throttle_reads "$fast" 20; then
     unwaited=$(awk '$1 ~ /^0\.unwaited\./ { n += $2 } END { print n + 0 }' "$IOSTACK_WORK/throttled.flat")
     bad=$(parts_add_up throttled)
     # The helper's main thread reads one block first (untraced: --tid): no traced call's I/O.
-    detail="10 reads at 20/s: calls $calls, ios $ios, unwaited $unwaited, unseen $unseen, diskstats $((after - before)); I/O $io of $total ns (queue $q, device $d)"
+    # Of the reads' time off a CPU, 90% is I/O and 80% the OS queue (own_off_cpu: the rest on
+    # a CPU or waiting for one, as the kernel counts it too; 81% of the total on a busy CI
+    # host's 6.12 guest, 2026-11-26).
+    kbusy=$(($(kernel_figure throttled exec_ns) + $(kernel_figure throttled run_delay_ns)))
+    detail="10 reads at 20/s: calls $calls, ios $ios, unwaited $unwaited, unseen $unseen, diskstats $((after - before)); I/O $io of $total ns (queue $q, device $d); the kernel: on a CPU or waiting for one $kbusy ns; $(parts_of throttled read)"
     if [ "$calls" = 10 ] && [ $((ios + unwaited + unseen)) = $((after - before)) ] && [ $((after - before)) = 11 ] &&
-      [ -z "$bad" ] && [ $((io * 10)) -ge $((total * 9)) ] && [ $((q * 10)) -ge $((total * 8)) ] &&
+      [ -z "$bad" ] && own_off_cpu throttled "$io" "$total" "$kbusy" 90 && own_off_cpu throttled "$q" "$total" "$kbusy" 80 &&
       [ $((d * 10)) -le "$q" ]; then
       pass throttled "$detail"
     else

@@ -293,8 +293,18 @@ if tool_start held --tid "$(awk '/^ready/ { print $3 }' "$IOSTACK_WORK/held.wl")
   "${helpers}/json_flat" "$(out_of held)" >"$IOSTACK_WORK/held.flat"
   n=$(grep -c '\.lat_ns ' "$IOSTACK_WORK/held.flat")
   own=$(grep -c '\.io\.0\.how "own"' "$IOSTACK_WORK/held.flat")
-  held=$(awk '/\.io\.0\.held_ns / && $2 >= 50000000 { n++ } END { print n + 0 }' "$IOSTACK_WORK/held.flat")
-  detail="$n reads slower than 20 ms: $own with their own read, $held held by blk-throttle 50 ms or more ($(grep -m1 '^  throttle' "$(out_of held)" 2>/dev/null | cut -c1-80))"
+  # Held: the time blk-throttle held its request is most (half or more) of the read's own I/O.
+  # Not a fixed 50 ms: a TCG guest whose CPU a busy host takes away finds its allowance grown
+  # meanwhile, and its reads held less (one of three under 50 ms on 6.1, 2026-11-26).
+  held=$(awk '{ split($1, p, "."); k = p[1] }
+    $1 ~ /\.io\.0\.held_ns$/ { h[k] = $2 }
+    $1 ~ /\.breakdown\.io_(queue|device)_ns$/ { o[k] += $2 }
+    END { for (k in h) if (h[k] > 0 && 2 * h[k] >= o[k]) n++; print n + 0 }' "$IOSTACK_WORK/held.flat")
+  each=$(awk '{ split($1, p, "."); k = p[1] }
+    $1 ~ /\.io\.0\.held_ns$/ { h[k] = $2 }
+    $1 ~ /\.breakdown\.io_(queue|device)_ns$/ { o[k] += $2 }
+    END { for (k in h) printf "%s held %d of own I/O %d ns; ", k, h[k], o[k] }' "$IOSTACK_WORK/held.flat")
+  detail="$n reads slower than 20 ms: $own with their own read, $held held by blk-throttle for half their own I/O or more ($each$(grep -m1 '^  throttle' "$(out_of held)" 2>/dev/null | cut -c1-80))"
   if [ "$n" -ge 1 ] && [ "$own" = "$n" ] && [ "$held" = "$n" ]; then
     pass held "$detail"
   elif ! ftrace_function __blk_throtl_bio && ! ftrace_function blk_throtl_bio; then
@@ -334,14 +344,6 @@ if ! command -v dmsetup >/dev/null || ! grep -qw device-mapper /proc/misc 2>/dev
 fi
 size=$((16 * 2048))
 start=$((at * 8 + 2048))
-# own_off_cpu NAME OWN TOTAL BUSY: of the read calls' TOTAL, the time off a CPU (less what
-# NAME puts on a CPU or waiting for one) is 95% OWN I/O, and what NAME puts on a CPU or waiting
-# for one is at most the kernel's BUSY, within 5% of TOTAL.
-own_off_cpu() {
-  _busy=$(($(op_field "$1" read breakdown.on_cpu_ns) + $(op_field "$1" read breakdown.run_queue_ns)))
-  [ $(($2 * 100)) -ge $((($3 - _busy) * 95)) ] && [ "$_busy" -le $(($4 + $3 / 20)) ]
-}
-
 # dm_check CHECK NAME TABLE [LATE]: 4 direct reads of a device-mapper device with TABLE, traced
 # by -d of it and -d of the disk under it. LATE=1: its target submits its clones later from a
 # worker, which a kernel whose plan says "late clones" cannot link (NA there, with the figures).
