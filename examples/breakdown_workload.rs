@@ -320,11 +320,15 @@ fn main() {
     });
     let start = Arc::new(Barrier::new(2));
     let done = Arc::new(Barrier::new(2));
+    // The reader has made its reads (fewer requests than planned reach the disk when someone
+    // else, e.g. udev's blkid on a new loop device, brought some of its pages in first).
+    let finished = Arc::new(AtomicBool::new(false));
     // The reader lives until its accounting has been read.
     let read = Arc::new(Barrier::new(2));
     let (tx, rx) = std::sync::mpsc::channel();
     let reader = {
         let (start, done, read) = (start.clone(), done.clone(), read.clone());
+        let finished = finished.clone();
         let prime_path = c_path.clone();
         thread::spawn(move || {
             if spin {
@@ -364,6 +368,7 @@ fn main() {
                     die(format!("read: {}", std::io::Error::last_os_error()));
                 }
             }
+            finished.store(true, Ordering::Relaxed);
             done.wait();
             read.wait();
             // SAFETY: allocated above with this layout.
@@ -418,7 +423,7 @@ fn main() {
         // last wakeup, and its way out of its last read, wait for no spinner (see above).
         let last = reads_before + io_waits - 1;
         poll("the disk to do all but the last request", || {
-            (disk_reads(path) >= last).then_some(())
+            (disk_reads(path) >= last || finished.load(Ordering::Relaxed)).then_some(())
         });
         stop.store(true, Ordering::Relaxed);
     }

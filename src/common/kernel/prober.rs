@@ -571,15 +571,9 @@ pub fn kallsyms_text_address(name: &str) -> Option<u64> {
 fn kernel_symbol_address(name: &str) -> Result<Option<u64>, String> {
     let _quiet = quiet_libbpf();
     let mut storage = MaybeUninit::<OpenObject>::uninit();
-    let mut open = ProbeSkelBuilder::default()
-        .open(&mut storage)
+    let skel = open_probe(&mut storage, None)?
+        .load()
         .map_err(|e| e.to_string())?;
-    let progs = &mut open.progs;
-    progs.probe_fentry.set_autoload(false);
-    progs.probe_tp_btf.set_autoload(false);
-    progs.probe_kprobe.set_autoload(false);
-    progs.probe_raw_tp.set_autoload(false);
-    let skel = open.load().map_err(|e| e.to_string())?;
     // struct ksym_query: addr, err, name[64].
     let mut query = [0u8; 80];
     let bytes = name.as_bytes();
@@ -769,26 +763,29 @@ pub fn release_trials() {
     }
 }
 
+/// The probe object, opened with one of its programs to load: a trial's (`Some(kind)`), or the
+/// symbol lookup's (None).
+fn open_probe(
+    storage: &mut MaybeUninit<OpenObject>,
+    only: Option<Trial>,
+) -> Result<probe_skel::OpenProbeSkel<'_>, String> {
+    let mut open = ProbeSkelBuilder::default()
+        .open(storage)
+        .map_err(|e| e.to_string())?;
+    let progs = &mut open.progs;
+    progs.ksym_address.set_autoload(only.is_none());
+    progs.probe_fentry.set_autoload(only == Some(Trial::Fentry));
+    progs.probe_tp_btf.set_autoload(only == Some(Trial::TpBtf));
+    progs.probe_kprobe.set_autoload(only == Some(Trial::Kprobe));
+    progs.probe_raw_tp.set_autoload(only == Some(Trial::RawTp));
+    Ok(open)
+}
+
 fn trial_load(kind: Trial, target: &str) -> Result<(), String> {
     let _quiet = quiet_libbpf();
     let mut storage = MaybeUninit::<OpenObject>::uninit();
-    let mut open = ProbeSkelBuilder::default()
-        .open(&mut storage)
-        .map_err(|e| e.to_string())?;
+    let mut open = open_probe(&mut storage, Some(kind))?;
     let progs = &mut open.progs;
-    progs.ksym_address.set_autoload(false);
-    progs
-        .probe_fentry
-        .set_autoload(matches!(kind, Trial::Fentry));
-    progs
-        .probe_tp_btf
-        .set_autoload(matches!(kind, Trial::TpBtf));
-    progs
-        .probe_kprobe
-        .set_autoload(matches!(kind, Trial::Kprobe));
-    progs
-        .probe_raw_tp
-        .set_autoload(matches!(kind, Trial::RawTp));
     match kind {
         Trial::Fentry => progs
             .probe_fentry
