@@ -169,7 +169,7 @@ own_check() {
     # from the truth (78.6% off a CPU against 94.5% own I/O on 6.1, 2026-11-26): then of the
     # calls' time off a CPU (theirs less what iostack puts on a CPU or waiting for one, no more
     # than the kernel counts), 95% must be own I/O and through wakers.
-    ours_busy=$(($(op_field "$_n" "$_o" breakdown.on_cpu_ns) + $(op_field "$_n" "$_o" breakdown.run_queue_ns)))
+    ours_busy=$(busy_of "$_n" "$_o")
     if [ $((mine * 100)) -ge $(((total - ours_busy) * 95)) ] && [ "$ours_busy" -le $((busy + theirs / 20)) ] &&
       awk -v x="$others_pct" 'BEGIN { exit !(x != "?" && x <= 5) }'; then
       ok=1

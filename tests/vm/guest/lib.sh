@@ -677,6 +677,11 @@ parts_of() {
   echo "parts:$_p"
 }
 
+# busy_of NAME OP: what NAME puts of OP's calls on a CPU or waiting for one.
+busy_of() {
+  echo $(($(op_field "$1" "$2" breakdown.on_cpu_ns) + $(op_field "$1" "$2" breakdown.run_queue_ns)))
+}
+
 # own_off_cpu NAME OWN TOTAL BUSY [PCT]: of the read calls' TOTAL, the time off a CPU (less what
 # NAME puts on a CPU or waiting for one) is PCT% (95) OWN I/O, and what NAME puts on a CPU or waiting
 # for one is at most the kernel's BUSY (schedstat: exec + run_delay over the reads), within 5%
@@ -684,7 +689,7 @@ parts_of() {
 # CPU is taken from it while the reader runs, which its kernel counts as the reader's time on a
 # CPU (110 ms of 434 in one run on 6.12, 2026-11-26), so a share of the total is no truth.
 own_off_cpu() {
-  _busy=$(($(op_field "$1" read breakdown.on_cpu_ns) + $(op_field "$1" read breakdown.run_queue_ns)))
+  _busy=$(busy_of "$1" read)
   [ $(($2 * 100)) -ge $((($3 - _busy) * ${5:-95})) ] && [ "$_busy" -le $(($4 + $3 / 20)) ]
 }
 
