@@ -289,7 +289,7 @@ static __always_inline int submit_enter(struct bio *bio)
 	}
 	if (s)
 		bpf_map_delete_elem(&submits, &tid);
-	dev = bio_dev(bio);
+	dev = bio_dev(bio, false);
 	if (!disk_selected(dev) || !current_selected())
 		return 0;
 	n.start_ns = bpf_ktime_get_ns();

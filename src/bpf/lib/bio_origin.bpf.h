@@ -218,13 +218,13 @@ static __always_inline bool in_throttle_dispatch(void)
 	return w && (__u64)BPF_CORE_READ(w, current_func) == throttle_dispatch_fn;
 }
 
-static __always_inline void index_upper(struct bio *bio, __u32 dev, __u64 key_bio)
+static __always_inline void index_upper(struct bio *bio, bool typed, __u32 dev, __u64 key_bio)
 {
 	struct upper_bio u = {};
 	struct upper_key k = {.dev = dev};
 
-	u.sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
-	u.end = u.sector + (BPF_CORE_READ(bio, bi_iter.bi_size) >> 9);
+	u.sector = IOSTACK_GET(typed, bio, bi_iter.bi_sector);
+	u.end = u.sector + (IOSTACK_GET(typed, bio, bi_iter.bi_size) >> 9);
 	u.bio = key_bio;
 	k.chunk = u.sector >> IOSTACK_UPPER_SHIFT;
 	bpf_map_update_elem(&upper_bios, &k, &u, BPF_ANY);
@@ -234,7 +234,8 @@ static __always_inline void index_upper(struct bio *bio, __u32 dev, __u64 key_bi
 	}
 }
 
-static __always_inline int remember_origin(struct bio *bio)
+/* `typed`: bio is a tp_btf argument, read with plain loads. */
+static __always_inline int remember_origin(struct bio *bio, bool typed)
 {
 	struct bio_origin o = {}, *found;
 	__u64 key = (__u64)bio, now;
@@ -242,7 +243,7 @@ static __always_inline int remember_origin(struct bio *bio)
 
 	if (!bio)
 		return 0;
-	dev = bio_dev(bio);
+	dev = bio_dev(bio, typed);
 	if (!disk_selected(dev))
 		return 0;
 	now = bpf_ktime_get_ns();
@@ -264,7 +265,7 @@ static __always_inline int remember_origin(struct bio *bio)
 		if (found->flags & ORIGIN_F_FLUSH_SEQ)
 			bpf_map_update_elem(&flush_for, &dev, found, BPF_ANY);
 		if (stacked_dev(dev))
-			index_upper(bio, dev, key);
+			index_upper(bio, typed, dev, key);
 		return 0;
 	}
 	submitter_cgroup(&o);
@@ -278,7 +279,7 @@ static __always_inline int remember_origin(struct bio *bio)
 			return 0;
 		current_origin(&o);
 	}
-	opf = BPF_CORE_READ(bio, bi_opf);
+	opf = IOSTACK_GET(typed, bio, bi_opf);
 	if (opf & (req_preflush | req_fua))
 		o.flags |= ORIGIN_F_FLUSH_SEQ;
 	o.ts = now;
@@ -289,7 +290,7 @@ static __always_inline int remember_origin(struct bio *bio)
 	if (o.flags & ORIGIN_F_FLUSH_SEQ)
 		bpf_map_update_elem(&flush_for, &dev, &o, BPF_ANY);
 	if (stacked_dev(dev))
-		index_upper(bio, dev, key);
+		index_upper(bio, typed, dev, key);
 	return 0;
 }
 
@@ -339,7 +340,7 @@ static __always_inline bool flush_origin(__u32 dev, struct bio_origin *o)
 
 static __always_inline int bio_queue_args(__u64 *args, bool typed)
 {
-	return remember_origin((struct bio *)tp_arg0_or_1(args, !bio_tp_with_queue));
+	return remember_origin((struct bio *)tp_arg0_or_1(args, !bio_tp_with_queue), typed);
 }
 
 TP_TWINS(block_bio_queue, bio_queue, bio_queue_args)
@@ -358,10 +359,10 @@ static __always_inline int split_args(__u64 *args, bool typed)
 
 	if (!split)
 		return 0;
-	parent = (__u64)BPF_CORE_READ(split, bi_private);
+	parent = (__u64)IOSTACK_GET(typed, split, bi_private);
 	from = parent ? bpf_map_lookup_elem(&bio_origins, &parent) : NULL;
 	if (!from || !from->ts)
-		return remember_origin(split);
+		return remember_origin(split, typed);
 	o = *from;
 	o.flags &= ~(ORIGIN_F_PENDING | ORIGIN_F_SPLIT_REST);
 	o.ts = bpf_ktime_get_ns();
@@ -440,7 +441,7 @@ static __always_inline int throttle_entry(void *ctx, enum hook_flavour flavour)
 	struct bio_origin o = {}, *found;
 	__u64 key = (__u64)bio;
 
-	if (!bio || !disk_selected(bio_dev(bio)))
+	if (!bio || !disk_selected(bio_dev(bio, false)))
 		return 0;
 	found = bpf_map_lookup_elem(&bio_origins, &key);
 	if (found && found->ts && (found->flags & ORIGIN_F_SPLIT_REST)) {

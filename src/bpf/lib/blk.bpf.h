@@ -97,22 +97,27 @@ struct bio___with_bi_disk {
 	struct gendisk *bi_disk;
 } __attribute__((preserve_access_index));
 
-static __always_inline struct gendisk *bio_gendisk(struct bio *bio)
+static __always_inline struct gendisk *bio_gendisk(struct bio *bio, bool typed)
 {
 	struct bio___with_bi_disk *old = (void *)bio;
+	struct block_device *bdev;
 
 	if (bpf_core_field_exists(old->bi_disk))
-		return BPF_CORE_READ(old, bi_disk);
-	return BPF_CORE_READ(bio, bi_bdev, bd_disk);
+		return IOSTACK_GET(typed, old, bi_disk);
+	bdev = IOSTACK_GET(typed, bio, bi_bdev);
+	return bdev ? IOSTACK_GET(typed, bdev, bd_disk) : NULL;
 }
 
-static __always_inline __u32 bio_dev(struct bio *bio)
+/* `typed`: bio is a pointer the verifier knows (a tp_btf argument): plain loads instead of four
+ * bpf_probe_read_kernel calls, which were a quarter of block_bio_queue's time (about 200 of
+ * 780 ns per O_DIRECT read on the CI host, 2026-11-26). */
+static __always_inline __u32 bio_dev(struct bio *bio, bool typed)
 {
-	struct gendisk *disk = bio_gendisk(bio);
+	struct gendisk *disk = bio_gendisk(bio, typed);
 
 	if (!disk)
 		return 0;
-	return IOSTACK_MKDEV(BPF_CORE_READ(disk, major), BPF_CORE_READ(disk, first_minor));
+	return IOSTACK_MKDEV(IOSTACK_GET(typed, disk, major), IOSTACK_GET(typed, disk, first_minor));
 }
 
 #endif
