@@ -454,32 +454,35 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 	m->kind = kind;
 	m->waited = 0;
 	m->flags = known ? first.flags : 0;
-	m->req.sector = IOSTACK_GET(typed, rq, __sector);
-	m->req.bytes = flush_seq ? first.data_bytes : data_len;
-	m->req.dev = dev;
-	m->req.cmd_flags = cmd;
-	m->req.how = REQ_OWN;
-	m->req.pid = first.pid;
-	m->req.tid = first.tid;
-	m->req.origin = m->flags;
-	m->req.upper_dev = first.upper_dev;
-	m->req.owners = m->nown;
-	m->req.flushes = nflush;
-	m->req.held_ns = first.held_ns;
-	__builtin_memcpy(m->req.comm, first.comm, sizeof(m->req.comm));
-	if (!known)
-		m->req.comm[0] = '?';
-	m->req.device_ns = m->dev_ns;
-	/* From entering the block layer (after blk-throttle let it go) to the device. */
-	m->req.queue_ns = 0;
-	if (first.ts) {
-		__u64 at_device = flush_seq ? (m->flush_issue[0] && (!data_issue ||
-					       m->flush_issue[0] < data_issue) ?
-					       m->flush_issue[0] : data_issue) :
-					      m->issue;
+	/* What a journey shows of the request (--slow). */
+	if (keep_requests) {
+		m->req.sector = IOSTACK_GET(typed, rq, __sector);
+		m->req.bytes = flush_seq ? first.data_bytes : data_len;
+		m->req.dev = dev;
+		m->req.cmd_flags = cmd;
+		m->req.how = REQ_OWN;
+		m->req.pid = first.pid;
+		m->req.tid = first.tid;
+		m->req.origin = m->flags;
+		m->req.upper_dev = first.upper_dev;
+		m->req.owners = m->nown;
+		m->req.flushes = nflush;
+		m->req.held_ns = first.held_ns;
+		__builtin_memcpy(m->req.comm, first.comm, sizeof(m->req.comm));
+		if (!known)
+			m->req.comm[0] = '?';
+		m->req.device_ns = m->dev_ns;
+		/* From entering the block layer (after blk-throttle let it go) to the device. */
+		m->req.queue_ns = 0;
+		if (first.ts) {
+			__u64 at_device = flush_seq ? (m->flush_issue[0] && (!data_issue ||
+						       m->flush_issue[0] < data_issue) ?
+						       m->flush_issue[0] : data_issue) :
+						      m->issue;
 
-		if (at_device > first.ts)
-			m->req.queue_ns = at_device - first.ts;
+			if (at_device > first.ts)
+				m->req.queue_ns = at_device - first.ts;
+		}
 	}
 	if (own_request_ended_now(data_issue, data_end, now)) {
 		m->waited = 1;

@@ -79,6 +79,14 @@ const volatile bool charge_by_blkcg = false;
  * space; the untaken branch is pruned by the verifier. */
 const volatile bool bio_tp_with_queue = false;
 
+/* Whether a bio's origin keeps its submitter's name: bioslower shows it for every I/O, iostack
+ * only in its journeys (--slow); nothing else reads it. */
+const volatile bool origin_comm = true;
+
+/* bpf_get_current_task_btf works (5.11+; user space sets it where task storage loaded): the
+ * current task's fields are plain loads, not probe reads. */
+const volatile bool origin_task_btf = false;
+
 /* REQ_PREFLUSH and REQ_FUA, from the kernel's BTF (user space). */
 const volatile __u32 req_preflush = 1 << 18;
 const volatile __u32 req_fua = 1 << 17;
@@ -159,7 +167,8 @@ static __always_inline void current_origin(struct bio_origin *o)
 	o->pid = id >> 32;
 	o->tid = (__u32)id;
 	o->gtid = (__u32)bpf_get_current_pid_tgid();
-	bpf_get_current_comm(o->comm, sizeof(o->comm));
+	if (origin_comm)
+		bpf_get_current_comm(o->comm, sizeof(o->comm));
 }
 
 /* An owner nobody knows (a request without bios, a bio queued before tracing began): in no
@@ -207,8 +216,16 @@ static __always_inline bool in_throttle_dispatch(void)
 	struct task_struct___kthread_in_set_child_tid *old = (void *)task;
 	struct kthread *k;
 	struct worker *w;
+	__u32 flags;
 
-	if (!throttle_dispatch_fn || !(BPF_CORE_READ(task, flags) & IOSTACK_PF_WQ_WORKER))
+	if (!throttle_dispatch_fn)
+		return false;
+	/* Every bio asks this of its submitter: a plain load where the task is typed. */
+	if (origin_task_btf)
+		flags = bpf_get_current_task_btf()->flags;
+	else
+		flags = BPF_CORE_READ(task, flags);
+	if (!(flags & IOSTACK_PF_WQ_WORKER))
 		return false;
 	if (bpf_core_field_exists(task->worker_private))
 		k = BPF_CORE_READ(task, worker_private);

@@ -322,6 +322,10 @@ fn load(
             rodata.per_process = opts.per_process;
             rodata.per_cgroup_depth = opts.per_cgroup.unwrap_or(0);
             rodata.want_journeys = opts.slow_ns.is_some();
+            // The submitter's name goes with each bio only for the journeys that show it.
+            rodata.origin_comm = opts.slow_ns.is_some();
+            rodata.origin_task_btf = per_task;
+            rodata.keep_requests = opts.slow_ns.is_some();
             rodata.slow_ns = opts.slow_ns.unwrap_or(0);
             rodata.open_op = opts.open_op();
             if let Some(fs) = &opts.fs {
