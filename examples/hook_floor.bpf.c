@@ -5,10 +5,18 @@
  * iostack's scheduler hooks and offcputime), tp_btf on block_bio_queue and block_rq_complete
  * (biolat-cost: one program at completion, plus one where a bio is submitted for a submitter's
  * cgroup), tp_btf on mm_filemap_add_to_page_cache and fentry on folio_mark_accessed (rastat's
- * kernel-matrix comparison with libbpf-tools' readahead). examples/hook_floor.rs loads the set
- * asked for. */
+ * kernel-matrix comparison with libbpf-tools' readahead), and the workqueue's three (iostack's
+ * for the completions a worker finishes). examples/hook_floor.rs loads the set asked for.
+ *
+ * The `essential_*` programs are not empty: they are the least a per-call breakdown of I/O time
+ * does on iostack's hooks, whatever else it does (benches/iostack-cost, "floor: essential"):
+ * a call's start in its thread's storage and its latency at exit (what syslat does), the call
+ * a bio is for, written under the bio where it is submitted and read back where its request
+ * completes (the only context that knows the submitter, and the only one that knows the end),
+ * and at a wakeup whether the woken thread is in a call (what the wakeup is charged to). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
 
 SEC("raw_tp/sys_enter")
 int floor_enter(void *ctx)
@@ -71,6 +79,140 @@ int floor_page_added(void *ctx)
 SEC("fentry/folio_mark_accessed")
 int floor_page_accessed(void *ctx)
 {
+	return 0;
+}
+
+SEC("tp_btf/workqueue_queue_work")
+int floor_queue_work(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/workqueue_execute_start")
+int floor_execute_start(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/workqueue_execute_end")
+int floor_execute_end(void *ctx)
+{
+	return 0;
+}
+
+/* ---- the essential work ---------------------------------------------------------------------- */
+
+struct essential_call {
+	__u64 start;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct essential_call);
+} essential_calls SEC(".maps");
+
+struct essential_bio {
+	__u64 ts;
+	__u32 tid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct essential_bio);
+} essential_bios SEC(".maps");
+
+/* [0]: calls, [1]: their time, [2]: requests a call waited for, [3]: wakeups of calls. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, __u64);
+} essential_sums SEC(".maps");
+
+static __always_inline void essential_add(__u32 i, __u64 v)
+{
+	__u64 *p = bpf_map_lookup_elem(&essential_sums, &i);
+
+	if (p)
+		*p += v;
+}
+
+/* Attached by hand to each traced syscall's syscalls:sys_enter_<name>. */
+SEC("tp")
+int essential_enter(void *ctx)
+{
+	struct essential_call *c = bpf_task_storage_get(&essential_calls, bpf_get_current_task_btf(),
+							0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (c)
+		c->start = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* ... and to its syscalls:sys_exit_<name>. */
+SEC("tp")
+int essential_exit(void *ctx)
+{
+	struct essential_call *c = bpf_task_storage_get(&essential_calls, bpf_get_current_task_btf(),
+							0, 0);
+
+	if (!c || !c->start)
+		return 0;
+	essential_add(0, 1);
+	essential_add(1, bpf_ktime_get_ns() - c->start);
+	c->start = 0;
+	return 0;
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(essential_bio_queue, struct bio *bio)
+{
+	struct essential_call *c = bpf_task_storage_get(&essential_calls, bpf_get_current_task_btf(),
+							0, 0);
+	struct essential_bio *b, v = {};
+	__u64 key = (__u64)bio;
+
+	if (!c || !c->start)
+		return 0;
+	v.ts = bpf_ktime_get_ns();
+	v.tid = (__u32)bpf_get_current_pid_tgid();
+	/* Written in place for every life of a bio, as iostack does. */
+	b = bpf_map_lookup_elem(&essential_bios, &key);
+	if (b)
+		*b = v;
+	else
+		bpf_map_update_elem(&essential_bios, &key, &v, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(essential_rq_complete, struct request *rq)
+{
+	__u64 key = (__u64)rq->bio;
+	struct essential_bio *b;
+
+	if (!key)
+		return 0;
+	b = bpf_map_lookup_elem(&essential_bios, &key);
+	if (!b || !b->ts)
+		return 0;
+	b->ts = 0;
+	essential_add(2, 1);
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(essential_waking, struct task_struct *p)
+{
+	struct essential_call *c = bpf_task_storage_get(&essential_calls, p, 0, 0);
+
+	if (c && c->start)
+		essential_add(3, bpf_ktime_get_ns() - c->start);
 	return 0;
 }
 

@@ -1,7 +1,7 @@
 //! Holds empty BPF programs until SIGINT/SIGTERM: the floors the cost benchmarks compare
 //! against (benches/syscall-cost, benches/iostack-switch-cost).
 //!
-//! `hook_floor syscalls|switch|iostack|block|block-submit|rastat`
+//! `hook_floor SET`, SET one of:
 //! - `syscalls`: raw_tp sys_enter and sys_exit (what any syscall tracer pays);
 //! - `switch`: tp_btf sched_switch (what any tracer of context switches pays: offcputime's one);
 //! - `iostack`: the hooks iostack ran on a switch between tasks it does not trace and their
@@ -10,6 +10,11 @@
 //! - `iostack-kept`: the ones it keeps: sched_waking, and the syscall hooks the shared plan
 //!   picks (the traced syscalls' own tracepoints where tracefs is mounted, else sys_enter and
 //!   sys_exit);
+//! - `iostack-hooks`: every hook iostack runs a program on for an O_DIRECT read: those, and
+//!   block_bio_queue, block_rq_complete and the workqueue's queue_work, execute_start and
+//!   execute_end (a loop device's worker);
+//! - `iostack-essential`: the same hooks, with the least a per-call breakdown does there
+//!   (examples/hook_floor.bpf.c, `essential_*`): the workqueue's programs stay empty;
 //! - `syscall-tracepoints`: those syscall hooks alone (syslat's);
 //! - `block`: tp_btf block_rq_complete (the one hook of a block latency histogram);
 //! - `block-submit`: block_bio_queue and block_rq_complete (what charging an I/O to the cgroup
@@ -36,18 +41,27 @@ fn main() {
         "switch" => (false, true, false, false, false),
         "iostack" => (true, true, true, false, false),
         "iostack-kept" => (true, false, true, false, false),
+        "iostack-hooks" | "iostack-essential" => (true, false, true, true, true),
         "syscall-tracepoints" => (true, false, false, false, false),
         "block" => (false, false, false, true, false),
         "block-submit" => (false, false, false, true, true),
         "rastat" => (false, false, false, false, false),
         other => die(format!(
-            "unknown set '{other}': syscalls, switch, iostack, iostack-kept, syscall-tracepoints, block, block-submit or rastat"
+            "unknown set '{other}': syscalls, switch, iostack, iostack-kept, iostack-hooks, iostack-essential, syscall-tracepoints, block, block-submit or rastat"
         )),
     };
     let pages = set == "rastat";
+    let essential = set == "iostack-essential";
+    let workqueue = matches!(set.as_str(), "iostack-hooks" | "iostack-essential");
     // The per-syscall tracepoints where the tools would use them (tracefs mounted).
-    let per_syscall = matches!(set.as_str(), "iostack-kept" | "syscall-tracepoints")
-        && std::path::Path::new("/sys/kernel/tracing/events/syscalls").is_dir();
+    let tracefs = std::path::Path::new("/sys/kernel/tracing/events/syscalls").is_dir();
+    if essential && !tracefs {
+        die("the essential work is measured on the per-syscall tracepoints: mount tracefs (mount -t tracefs tracefs /sys/kernel/tracing)".into());
+    }
+    let per_syscall = matches!(
+        set.as_str(),
+        "iostack-kept" | "iostack-hooks" | "iostack-essential" | "syscall-tracepoints"
+    ) && tracefs;
     let syscalls = syscalls && !per_syscall;
     // Before 5.16 a read marks a page, not a folio.
     let accessed = if pages
@@ -68,13 +82,21 @@ fn main() {
             p.floor_enter.set_autoload(syscalls);
             p.floor_exit.set_autoload(syscalls);
             p.floor_switch.set_autoload(switch);
-            p.floor_waking.set_autoload(wakeups);
+            p.floor_waking.set_autoload(wakeups && !essential);
             p.floor_wakeup.set_autoload(wakeups && switch);
-            p.floor_rq_complete.set_autoload(complete);
-            p.floor_bio_queue.set_autoload(submit);
+            p.floor_rq_complete.set_autoload(complete && !essential);
+            p.floor_bio_queue.set_autoload(submit && !essential);
             p.floor_page_added.set_autoload(pages);
             p.floor_page_accessed.set_autoload(pages);
-            p.floor_syscall_tp.set_autoload(per_syscall);
+            p.floor_syscall_tp.set_autoload(per_syscall && !essential);
+            p.floor_queue_work.set_autoload(workqueue);
+            p.floor_execute_start.set_autoload(workqueue);
+            p.floor_execute_end.set_autoload(workqueue);
+            p.essential_enter.set_autoload(essential);
+            p.essential_exit.set_autoload(essential);
+            p.essential_waking.set_autoload(essential);
+            p.essential_bio_queue.set_autoload(essential);
+            p.essential_rq_complete.set_autoload(essential);
             if pages {
                 p.floor_page_accessed
                     .set_attach_target(0, Some(accessed.to_string()))?;
@@ -91,11 +113,12 @@ fn main() {
             for side in ["enter", "exit"] {
                 let event = format!("sys_{side}_{}", s.name);
                 let syscalls = libbpf_rs::TracepointCategory::Custom("syscalls".into());
-                match skel
-                    .progs
-                    .floor_syscall_tp
-                    .attach_tracepoint(syscalls, &event)
-                {
+                let prog = match (essential, side) {
+                    (false, _) => &skel.progs.floor_syscall_tp,
+                    (true, "enter") => &skel.progs.essential_enter,
+                    (true, _) => &skel.progs.essential_exit,
+                };
+                match prog.attach_tracepoint(syscalls, &event) {
                     Ok(link) => links.push(link),
                     Err(e) => die(format!("attaching syscalls:{event}: {e}")),
                 }

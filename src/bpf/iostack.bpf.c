@@ -327,12 +327,14 @@ struct {
 } first_origin SEC(".maps");
 
 /* Takes the origins of a request's bios: their submitters become this CPU's mark's owners, the
- * first bio's origin goes into first_origin. True if any was known. One function the verifier
- * checks once on its own, as own_request_ended_now. */
+ * first bio's origin goes into first_origin (zeros if none was known). True if any was known.
+ * One function the verifier checks once on its own, as own_request_ended_now. The first origin
+ * is copied once, straight from its entry (through a copy on the stack, and back out for the
+ * caller, it was three 112-byte copies per completion). */
 __noinline int take_request_origins(__u64 bio)
 {
 	struct completion_mark *m = this_cpu_mark();
-	struct bio_origin o = {}, *first;
+	struct bio_origin *first, *found;
 	bool known = false;
 	__u32 zero = 0, n = 0;
 
@@ -343,20 +345,24 @@ __noinline int take_request_origins(__u64 bio)
 	for (int i = 0; i < REQ_BIOS; i++) {
 		if (!bio)
 			break;
-		if (take_origin(bio, &o)) {
+		found = origin_of(bio);
+		if (found) {
 			if (!known) {
-				*first = o;
+				*first = *found;
 				known = true;
 			}
-			if (o.gtid && !(o.flags & ORIGIN_F_DISPATCHED) && n < MARK_OWNERS &&
-			    !mark_owned_by(m, o.gtid)) {
-				m->owners[n & (MARK_OWNERS - 1)] = o.gtid;
+			if (found->gtid && !(found->flags & ORIGIN_F_DISPATCHED) && n < MARK_OWNERS &&
+			    !mark_owned_by(m, found->gtid)) {
+				m->owners[n & (MARK_OWNERS - 1)] = found->gtid;
 				n++;
 				m->nown = n;
 			}
+			origin_taken(found);
 		}
 		bio = (__u64)BPF_CORE_READ((struct bio *)bio, bi_next);
 	}
+	if (!known)
+		__builtin_memset(first, 0, sizeof(*first));
 	return known;
 }
 
@@ -370,8 +376,9 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 {
 	__u32 dev = rq_dev(rq, typed), flags, cmd, op, kind, data_len, nflush = 0;
 	__u64 now, issue, bio, bio_nr = 0, data_issue = 0, data_end = 0, flush_ns = 0;
-	struct bio_origin first = {};
+	struct bio_origin *first;
 	struct completion_mark *m;
+	__u32 zero = 0;
 	enum rq_end end;
 	bool known = false, flush_seq;
 
@@ -410,18 +417,14 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 	 * passes only numbers to functions it checks on their own). */
 	bpf_probe_read_kernel(&bio_nr, sizeof(bio_nr), &bio);
 	known = take_request_origins(bio_nr);
-	if (known) {
-		__u32 zero = 0;
-		struct bio_origin *f = bpf_map_lookup_elem(&first_origin, &zero);
-
-		if (f)
-			first = *f;
-	}
-	data_issue = first.data_issue;
-	data_end = first.data_end;
+	first = bpf_map_lookup_elem(&first_origin, &zero);
+	if (!first)
+		return 0;
+	data_issue = first->data_issue;
+	data_end = first->data_end;
 	/* The end of a flush-sequenced request: no bytes left, or a data step seen. */
 	flush_seq = known && (data_end || (end == COMPLETION_EMPTY &&
-					   (first.flags & ORIGIN_F_FLUSH_SEQ)));
+					   (first->flags & ORIGIN_F_FLUSH_SEQ)));
 	if (end == COMPLETION_EMPTY && !flush_seq) {
 		m->ts = 0;
 		return 0;
@@ -437,7 +440,7 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 	}
 	m->flush_dev = dev;
 	if (flush_seq) {
-		flush_ns = flushes_within_now(dev, first.ts, now);
+		flush_ns = flushes_within_now(dev, first->ts, now);
 		for (int j = 0; j < MARK_FLUSHES; j++)
 			nflush += m->flush_end[j] != 0;
 		issue = 0;
@@ -446,42 +449,42 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 	m->task = bpf_get_current_task();
 	m->ctx = on_task_stack(ctx);
 	m->issue = issue <= now ? issue : 0;
-	m->queued = first.ts;
+	m->queued = first->ts;
 	m->dev_ns = flush_seq ? (data_end > data_issue ? data_end - data_issue : 0) + flush_ns :
 		    (m->issue ? now - m->issue : 0);
 	m->data_issue = data_issue;
 	m->data_end = data_end;
 	m->kind = kind;
 	m->waited = 0;
-	m->flags = known ? first.flags : 0;
+	m->flags = known ? first->flags : 0;
 	/* What a journey shows of the request (--slow). */
 	if (keep_requests) {
 		m->req.sector = IOSTACK_GET(typed, rq, __sector);
-		m->req.bytes = flush_seq ? first.data_bytes : data_len;
+		m->req.bytes = flush_seq ? first->data_bytes : data_len;
 		m->req.dev = dev;
 		m->req.cmd_flags = cmd;
 		m->req.how = REQ_OWN;
-		m->req.pid = first.pid;
-		m->req.tid = first.tid;
+		m->req.pid = first->pid;
+		m->req.tid = first->tid;
 		m->req.origin = m->flags;
-		m->req.upper_dev = first.upper_dev;
+		m->req.upper_dev = first->upper_dev;
 		m->req.owners = m->nown;
 		m->req.flushes = nflush;
-		m->req.held_ns = first.held_ns;
-		__builtin_memcpy(m->req.comm, first.comm, sizeof(m->req.comm));
+		m->req.held_ns = first->held_ns;
+		__builtin_memcpy(m->req.comm, first->comm, sizeof(m->req.comm));
 		if (!known)
 			m->req.comm[0] = '?';
 		m->req.device_ns = m->dev_ns;
 		/* From entering the block layer (after blk-throttle let it go) to the device. */
 		m->req.queue_ns = 0;
-		if (first.ts) {
+		if (first->ts) {
 			__u64 at_device = flush_seq ? (m->flush_issue[0] && (!data_issue ||
 						       m->flush_issue[0] < data_issue) ?
 						       m->flush_issue[0] : data_issue) :
 						      m->issue;
 
-			if (at_device > first.ts)
-				m->req.queue_ns = at_device - first.ts;
+			if (at_device > first->ts)
+				m->req.queue_ns = at_device - first->ts;
 		}
 	}
 	if (own_request_ended_now(data_issue, data_end, now)) {

@@ -311,19 +311,32 @@ static __always_inline int remember_origin(struct bio *bio, bool typed)
 	return 0;
 }
 
-/* The origin of a bio, taken into *o (its entry left for the bio's next life, ts 0: taken);
- * false if unknown. */
-static __always_inline bool take_origin(__u64 bio, struct bio_origin *o)
+/* The origin of a bio in its entry, NULL if unknown or taken; origin_taken(found) takes it. */
+static __always_inline struct bio_origin *origin_of(__u64 bio)
 {
 	struct bio_origin *found;
 
 	if (!bio)
-		return false;
+		return NULL;
 	found = bpf_map_lookup_elem(&bio_origins, &bio);
-	if (!found || !found->ts)
+	return found && found->ts ? found : NULL;
+}
+
+/* Its entry is left for the bio's next life: ts 0, taken. */
+static __always_inline void origin_taken(struct bio_origin *found)
+{
+	found->ts = 0;
+}
+
+/* The origin of a bio, taken into *o; false if unknown. */
+static __always_inline bool take_origin(__u64 bio, struct bio_origin *o)
+{
+	struct bio_origin *found = origin_of(bio);
+
+	if (!found)
 		return false;
 	*o = *found;
-	found->ts = 0;
+	origin_taken(found);
 	return true;
 }
 
