@@ -591,6 +591,7 @@ static __always_inline int on_sys_enter(long id, __u64 fd)
 	st->state = STATE_ON_CPU;
 	st->has_io = 0;
 	st->ios = 0;
+	st->others_ios = 0;
 	st->nreq = 0;
 	st->fs[0] = 0;
 	return 0;
@@ -793,6 +794,7 @@ static __always_inline int on_sys_exit(long id, long ret)
 			t->parts[i] += st->parts[i];
 		t->via_waker_ns += st->via_waker_ns;
 		t->ios += ios;
+		t->others_ios += st->others_ios;
 	}
 	record_layer(gen, op, LAYER_SYSCALL, total);
 	if (st->layer_ns[0])

@@ -34,6 +34,7 @@ struct op_totals {
 	__u64 parts[PARTS];
 	__u64 via_waker_ns;   /* of parts[PART_OTHERS_IO], through a waker's I/O waits */
 	__u64 ios;            /* block I/Os the calls waited for */
+	__u64 others_ios;     /* of them, those someone else submitted */
 };
 
 /* A histogram of one layer for one operation (and filesystem type). */

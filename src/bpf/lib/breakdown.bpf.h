@@ -78,6 +78,7 @@ struct call_state {
 	__u8 woken_part;    /* STATE_WOKEN: the part that ended the sleep */
 	__u8 pad[3];
 	__u32 ios;          /* requests it waited for that were not its own */
+	__u32 others_ios;   /* of them, those someone else submitted (REQ_OTHERS) */
 	__u32 nreq;         /* of them in reqs[] */
 	__u32 via_pid;      /* the last waker charged, for --slow */
 	char via_comm[BREAKDOWN_COMM_LEN];
@@ -435,6 +436,7 @@ static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 			r = m->req;
 			r.how = REQ_OTHERS;
 			st->ios++;
+			st->others_ios++;
 			append_req(st->reqs, &st->nreq, &r);
 		}
 		if (!m->waited) {

@@ -356,6 +356,7 @@ fn add_op_totals(sum: &mut types::op_totals, one: &types::op_totals) {
     }
     sum.via_waker_ns += one.via_waker_ns;
     sum.ios += one.ios;
+    sum.others_ios += one.others_ios;
 }
 
 /// A -P or --per-cgroup row's key as the kernel wrote it.
@@ -560,6 +561,7 @@ impl IntervalTool for Iostack {
                 op: self.opts.op_name(op),
                 calls: t.calls,
                 ios: t.ios,
+                others_ios: t.others_ios,
                 breakdown: Breakdown {
                     parts: t.parts,
                     via_waker_ns: t.via_waker_ns,

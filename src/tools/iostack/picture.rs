@@ -220,6 +220,7 @@ mod tests {
                         op: op.to_string(),
                         calls,
                         ios: 0,
+                        others_ios: 0,
                         breakdown: Breakdown {
                             parts,
                             via_waker_ns: 0,

@@ -42,6 +42,9 @@ pub struct OpReport {
     pub calls: u64,
     /// Block I/Os the calls waited for.
     pub ios: u64,
+    /// Of them, those someone else submitted (a page another reader brought in, a journal
+    /// buffer being written): the rest are the calls' own.
+    pub others_ios: u64,
     pub breakdown: Breakdown,
     pub layers: Vec<(Layer, LatencyHistogram)>,
 }
@@ -210,6 +213,7 @@ impl IostackReport {
                     "op": op.op,
                     "calls": op.calls,
                     "ios": op.ios,
+                    "others_ios": op.others_ios,
                     "ios_per_call": per_call(op.ios, op.calls),
                     "layers": layers,
                     "breakdown": op.breakdown.json(),
