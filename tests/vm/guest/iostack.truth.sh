@@ -131,8 +131,9 @@ own_check() {
   _via=$(op_field "$_n" "$_o" breakdown.others_io_via_waker_ns)
   others=$((${_all:-0} - ${_via:-0}))
   # The requests the helper caused are the calls' own: another thread's that a call had to wait
-  # for (a journal buffer jbd2 was writing, in ext4's dsync writes on 6.12 once, 2026-11-26) are
-  # counted apart, and bounded as others' I/O below.
+  # for are counted apart, and bounded as others' I/O below (6 dsync writes on ext4 waited for
+  # 13 requests on 6.12 once, 2026-11-26, the 13th's completion waking a writer in an I/O wait
+  # for a request it had not submitted: a journal buffer being written, most likely).
   all_ios=$(op_field "$_n" "$_o" ios)
   others_ios=$(op_field "$_n" "$_o" others_ios)
   ios=$((${all_ios:-0} - ${others_ios:-0}))
