@@ -97,6 +97,11 @@ fn main() {
             p.essential_waking.set_autoload(essential);
             p.essential_bio_queue.set_autoload(essential);
             p.essential_rq_complete.set_autoload(essential);
+            // Task storage for tracing programs is 5.11+: the essential set's maps are made only
+            // for it (5.10's matrix guest loads the rastat set from the same object).
+            open.maps.essential_calls.set_autocreate(essential)?;
+            open.maps.essential_bios.set_autocreate(essential)?;
+            open.maps.essential_sums.set_autocreate(essential)?;
             if pages {
                 p.floor_page_accessed
                     .set_attach_target(0, Some(accessed.to_string()))?;
