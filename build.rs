@@ -62,6 +62,12 @@ fn build_skeleton(source: &Path, vmlinux_dir: &str, out_dir: &Path) {
             "src/bpf",
             "-Wall",
             "-Wno-unused-function",
+            // BPF ISA v2 (kernel 4.14+): jumps on "less than" an immediate. Under v1 (clang
+            // 14's default) `v < 4` compiles to `r5 = 4; if r5 > r3`, a constant in a register,
+            // which 6.1's verifier cannot decide: it walks the dead branch, derives a range with
+            // umin 4 > umax 3, and refuses the histogram index it feeds (iostack --per-cgroup on
+            // 6.1: "R2 invalid mem access 'scalar'", 2026-11-27).
+            "-mcpu=v2",
         ])
         .build_and_generate(out_dir.join(format!("{tool}.skel.rs")))
         .unwrap_or_else(|err| panic!("compiling {}: {err:#}", source.display()));

@@ -16,6 +16,8 @@
 //! - `iostack-essential`: the same hooks, with the least a per-call breakdown does there
 //!   (examples/hook_floor.bpf.c, `essential_*`): the workqueue's programs stay empty;
 //! - `syscall-tracepoints`: those syscall hooks alone (syslat's);
+//! - `syscall-essential`: the same, with the least a syscall latency tool does there (a call's
+//!   start in its thread's task storage, its latency summed at exit: `essential_enter/exit`);
 //! - `block`: tp_btf block_rq_complete (the one hook of a block latency histogram);
 //! - `block-submit`: block_bio_queue and block_rq_complete (what charging an I/O to the cgroup
 //!   of its submitter needs: a program in the submitter's context, and one at completion);
@@ -42,16 +44,16 @@ fn main() {
         "iostack" => (true, true, true, false, false),
         "iostack-kept" => (true, false, true, false, false),
         "iostack-hooks" | "iostack-essential" => (true, false, true, true, true),
-        "syscall-tracepoints" => (true, false, false, false, false),
+        "syscall-tracepoints" | "syscall-essential" => (true, false, false, false, false),
         "block" => (false, false, false, true, false),
         "block-submit" => (false, false, false, true, true),
         "rastat" => (false, false, false, false, false),
         other => die(format!(
-            "unknown set '{other}': syscalls, switch, iostack, iostack-kept, iostack-hooks, iostack-essential, syscall-tracepoints, block, block-submit or rastat"
+            "unknown set '{other}': syscalls, switch, iostack, iostack-kept, iostack-hooks, iostack-essential, syscall-tracepoints, syscall-essential, block, block-submit or rastat"
         )),
     };
     let pages = set == "rastat";
-    let essential = set == "iostack-essential";
+    let essential = matches!(set.as_str(), "iostack-essential" | "syscall-essential");
     let workqueue = matches!(set.as_str(), "iostack-hooks" | "iostack-essential");
     // The per-syscall tracepoints where the tools would use them (tracefs mounted).
     let tracefs = std::path::Path::new("/sys/kernel/tracing/events/syscalls").is_dir();
@@ -60,7 +62,11 @@ fn main() {
     }
     let per_syscall = matches!(
         set.as_str(),
-        "iostack-kept" | "iostack-hooks" | "iostack-essential" | "syscall-tracepoints"
+        "iostack-kept"
+            | "iostack-hooks"
+            | "iostack-essential"
+            | "syscall-tracepoints"
+            | "syscall-essential"
     ) && tracefs;
     let syscalls = syscalls && !per_syscall;
     // Before 5.16 a read marks a page, not a folio.
@@ -94,13 +100,15 @@ fn main() {
             p.floor_execute_end.set_autoload(workqueue);
             p.essential_enter.set_autoload(essential);
             p.essential_exit.set_autoload(essential);
-            p.essential_waking.set_autoload(essential);
-            p.essential_bio_queue.set_autoload(essential);
-            p.essential_rq_complete.set_autoload(essential);
+            p.essential_waking.set_autoload(essential && wakeups);
+            p.essential_bio_queue.set_autoload(essential && submit);
+            p.essential_rq_complete.set_autoload(essential && complete);
             // Task storage for tracing programs is 5.11+: the essential set's maps are made only
             // for it (5.10's matrix guest loads the rastat set from the same object).
             open.maps.essential_calls.set_autocreate(essential)?;
-            open.maps.essential_bios.set_autocreate(essential)?;
+            open.maps
+                .essential_bios
+                .set_autocreate(essential && submit)?;
             open.maps.essential_sums.set_autocreate(essential)?;
             if pages {
                 p.floor_page_accessed

@@ -1,6 +1,6 @@
 //! A process that makes an exact, known set of system calls, for syslat's tests (host and VM).
 //!
-//! `syscall_workload READS WRITES FSYNCS OPENS [BAD_READS [PIPE_READS PIPE_SLEEP_MS]]`
+//! `syscall_workload READS WRITES FSYNCS OPENS [BAD_READS [PIPE_READS PIPE_SLEEP_MS [THREADS]]]`
 //!
 //! It prints `ready <pid>`, then waits for SIGUSR1 (in sigwaitinfo, which no syslat group
 //! traces) so the tracer can attach first. Then it makes exactly READS read() on /dev/zero,
@@ -8,7 +8,8 @@
 //! BAD_READS read() on a closed descriptor (EBADF), and PIPE_READS read() on a pipe whose writer
 //! thread writes each byte PIPE_SLEEP_MS after the reader has said it is going into that read
 //! (its PIPE_READS write() calls are in the process too: count them with WRITES when filtering
-//! by PID). Then it exits without writing anything else.
+//! by PID). Last, THREADS threads, each started once the one before has ended, make one read()
+//! on /dev/zero each. Then it exits without writing anything else.
 //! Files are opened before the signal, descriptors closed with close(), which syslat ignores.
 
 use std::ffi::CString;
@@ -40,12 +41,13 @@ fn check(ret: isize, what: &str) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 5 {
-        eprintln!("usage: syscall_workload READS WRITES FSYNCS OPENS [BAD_READS [PIPE_READS PIPE_SLEEP_MS]]");
+        eprintln!("usage: syscall_workload READS WRITES FSYNCS OPENS [BAD_READS [PIPE_READS PIPE_SLEEP_MS [THREADS]]]");
         std::process::exit(2);
     }
     let (reads, writes, fsyncs, opens) =
         (arg(&args, 1), arg(&args, 2), arg(&args, 3), arg(&args, 4));
     let (bad_reads, pipe_reads, pipe_sleep_ms) = (arg(&args, 5), arg(&args, 6), arg(&args, 7));
+    let threads = arg(&args, 8);
 
     let zero = CString::new("/dev/zero").unwrap();
     let null = CString::new("/dev/null").unwrap();
@@ -152,6 +154,17 @@ fn main() {
     }
     if let Some(w) = writer {
         let _ = w.join();
+    }
+    for _ in 0..threads {
+        let reader = thread::spawn(move || {
+            let mut byte = [0u8; 1];
+            // SAFETY: reads one byte into a local buffer.
+            check(
+                unsafe { libc::read(zero_fd, byte.as_mut_ptr().cast(), 1) },
+                "read in a thread",
+            );
+        });
+        let _ = reader.join();
     }
     unsafe { libc::unlink(tmp_c.as_ptr()) };
 }

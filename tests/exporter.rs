@@ -4,9 +4,10 @@
 mod support;
 
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::time::Duration;
 
+use support::prometheus::{prometheus_bin, Prometheus};
 use support::*;
 
 /// `iostack_block_latency_seconds_count` of a disk's reads.
@@ -208,99 +209,6 @@ fn explain_shows_each_layers_hooks_or_why_it_cannot_be_traced() {
     assert!(text.ends_with(last), "{text}");
 }
 
-/// Debian's Prometheus and promtool, which scripts/install-deps unpacks into the cache.
-fn prometheus_bin(name: &str) -> String {
-    let cache = std::env::var("IOSTACK_CACHE").unwrap_or_else(|_| "/var/cache/iostack".into());
-    let path = format!("{cache}/prometheus/usr/bin/{name}");
-    assert!(
-        std::path::Path::new(&path).exists(),
-        "{path} is missing: run scripts/install-deps"
-    );
-    path
-}
-
-/// Every byte but letters and digits as %XX: a PromQL expression in a query string.
-fn url_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// A real Prometheus on 127.0.0.1 scraping the exporter at `target` every second, its storage
-/// in a temporary directory; killed and removed on drop.
-struct Prometheus {
-    child: std::process::Child,
-    dir: std::path::PathBuf,
-    port: u16,
-}
-
-impl Prometheus {
-    fn start(target: u16) -> Prometheus {
-        let dir = std::env::temp_dir().join(format!("iostack-prometheus-{target}"));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let config = dir.join("prometheus.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: iostack\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
-            ),
-        )
-        .unwrap();
-        let port = free_port();
-        let log = std::fs::File::create(dir.join("log")).unwrap();
-        let child = std::process::Command::new(prometheus_bin("prometheus"))
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start prometheus");
-        let prometheus = Prometheus { child, dir, port };
-        // Ready, and has scraped the exporter once.
-        for _ in 0..300 {
-            if prometheus.value("up{job=\"iostack\"}") == Some(1.0) {
-                return prometheus;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!(
-            "Prometheus never scraped the exporter: {}",
-            std::fs::read_to_string(prometheus.dir.join("log")).unwrap_or_default()
-        );
-    }
-
-    /// The one value an instant query gives, if it gives exactly one.
-    fn value(&self, promql: &str) -> Option<f64> {
-        // Not listening yet: no value.
-        TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        let body = http_get(
-            self.port,
-            &format!("/api/v1/query?query={}", url_encode(promql)),
-        );
-        let reply: serde_json::Value = serde_json::from_str(&body).ok()?;
-        match reply["data"]["result"].as_array()?.as_slice() {
-            [one] => one["value"][1].as_str()?.parse().ok(),
-            _ => None,
-        }
-    }
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 #[test]
 fn a_real_prometheus_counts_exactly_the_ios_we_made_and_reads_biolats_median() {
     let _g = serial();
@@ -348,11 +256,19 @@ fn a_real_prometheus_counts_exactly_the_ios_we_made_and_reads_biolats_median() {
             "histogram_quantile(0.5, iostack_block_latency_seconds_bucket{series}) * 1e6"
         ))
         .expect("a median from Prometheus");
+    // biolat and the exporter read the clock at the same completions one after the other, so a
+    // median within a microsecond above a bucket's bound can be below it for the other (biolat
+    // 8.7 us, the midpoint of its 8.19-9.22 us bucket, against Prometheus' 7.3 us in [4, 8],
+    // once in a run on the CI host, 2026-11-27): then the bucket below is the same median.
     let bucket = |us: f64| us.max(1.0).log2().floor();
     let low = 2f64.powf(bucket(biolat_us));
+    let lowest = match biolat_us - low < 1.0 {
+        true => low / 2.0,
+        false => low,
+    };
     assert!(
-        (low..=2.0 * low).contains(&prometheus_us),
-        "Prometheus' median {prometheus_us:.1} us is in biolat's median's bucket [{low}, {}] us (biolat: {biolat_us:.1} us)",
+        (lowest..=2.0 * low).contains(&prometheus_us),
+        "Prometheus' median {prometheus_us:.1} us is in biolat's median's bucket [{lowest}, {}] us (biolat: {biolat_us:.1} us)",
         2.0 * low
     );
 
@@ -383,5 +299,354 @@ fn a_real_prometheus_counts_exactly_the_ios_we_made_and_reads_biolats_median() {
     );
     drop(prometheus);
     let (code, _, err) = tool.stop_with(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// The series of `family` in a scrape's text, by their labels (`{cgroup="/a",op="read"}`
+/// without the braces), with their values.
+fn series_of(metrics: &str, family: &str) -> Vec<(String, f64)> {
+    metrics
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(family)?.strip_prefix('{')?;
+            let (labels, value) = rest.rsplit_once("} ")?;
+            Some((labels.to_string(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Runs a command to its end; it must succeed.
+fn run_ok(program: &str, args: &[&str]) {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Two tools' programs on the same hooks run one after the other: what lies between their
+/// clock reads, at most, per call (1.3 to 2.2 us a call, part by part, on the CI host's 6.18,
+/// 2026-11-27: 25 throttled reads and 10 fsyncs).
+const PER_CALL_NS: u64 = 10_000;
+
+/// Seconds as exported, back to the nanoseconds they were (exact below 2^53 ns).
+fn ns(seconds: f64) -> u64 {
+    (seconds * 1e9).round() as u64
+}
+
+#[test]
+fn prometheus_holds_each_cgroups_breakdown_as_iostack_reports_it_and_its_parts_add_up_to_the_latency_sum(
+) {
+    let _g = serial();
+    require_root();
+    const READS: u64 = 20;
+    const FSYNCS: u64 = 10;
+    let dev = LoopDevice::new(16);
+    let fs = Mounted::new("ext4", 64);
+    // The reader's reads wait in blk-throttle, 20 a second; the writer's fsyncs wait for ext4's
+    // journal.
+    let throttle = Throttle::reads(&dev.name, 20);
+    let (a, b) = (Cgroup2::new("reader"), Cgroup2::new("writer"));
+    // Where the host throttles with cgroup v2, the throttle's cgroup is the reader's.
+    let reader_cgroup = match throttle.cgroup2() {
+        Some(dir) => dir.to_path_buf(),
+        None => a.dir.clone(),
+    };
+    let label = |dir: &std::path::Path| format!("/{}", dir.file_name().unwrap().to_string_lossy());
+    let (reader, writer) = (label(&reader_cgroup), label(&b.dir));
+    let writes = Helper::start(
+        "io_patterns",
+        &[
+            "overwrite-fsync",
+            &fs.file("wal"),
+            &FSYNCS.to_string(),
+            "--cgroup",
+            &b.path(),
+        ],
+    );
+    // dd's own binary and libraries are read before it is traced, so that its reads that wait
+    // for the disk are those of the device.
+    run_ok("dd", &["--version"]);
+    let (tool, port) = exporter(None, &["--layers", "breakdown", "--per-cgroup=1"]);
+    let iostack = Running::start("iostack", &["--per-cgroup=1", "-j"]);
+    let prometheus = Prometheus::start(port);
+    let before = diskstats(&dev.name);
+    let joins = std::iter::once(&reader_cgroup)
+        .chain(throttle.cgroup2().is_none().then_some(&throttle.dir))
+        .map(|dir| format!("echo $$ > {}/cgroup.procs && ", dir.display()))
+        .collect::<String>();
+    run_ok(
+        "sh",
+        &[
+            "-c",
+            &format!(
+                "{joins}exec dd if={} of=/dev/null iflag=direct bs=4096 count={READS} 2>/dev/null",
+                dev.path
+            ),
+        ],
+    );
+    writes.run();
+    let after = diskstats(&dev.name);
+    assert_eq!(after.0 - before.0, READS, "diskstats saw the reads we made");
+    let (code, out, err) = iostack.interrupt();
+    assert_eq!(code, 0, "{err}");
+    // One drain of the exporter, then two scrapes.
+    two_intervals();
+    std::thread::sleep(Duration::from_millis(2500));
+
+    // iostack's own rows for the same calls.
+    let r = json_lines(&out).pop().expect("iostack's report");
+    let row = |cgroup: &str, op: &str| -> serde_json::Value {
+        r["cgroups"]
+            .as_array()
+            .and_then(|rows| {
+                rows.iter()
+                    .find(|x| x["cgroup"] == cgroup && x["op"] == op)
+                    .cloned()
+            })
+            .unwrap_or_else(|| panic!("iostack has no row for {cgroup} {op}: {out}"))
+    };
+    let m = http_get(port, "/metrics");
+    for (cgroup, op, calls, ios) in [
+        (&reader, "read", None, Some(READS)),
+        (&writer, "sync", Some(FSYNCS), None),
+    ] {
+        let mine = row(cgroup, op);
+        let series = format!("cgroup=\"{cgroup}\",op=\"{op}\"");
+        let calls_in_prometheus = prometheus.value(&format!("iostack_calls_total{{{series}}}"));
+        assert_eq!(
+            calls_in_prometheus,
+            mine["calls"].as_f64(),
+            "{cgroup} {op}: Prometheus and iostack count the same calls: {mine}"
+        );
+        if let Some(n) = calls {
+            assert_eq!(
+                calls_in_prometheus,
+                Some(n as f64),
+                "the {op} calls we made"
+            );
+        }
+        let ios_in_prometheus = prometheus.value(&format!("iostack_call_ios_total{{{series}}}"));
+        assert_eq!(ios_in_prometheus, mine["ios"].as_f64(), "{mine}");
+        if let Some(n) = ios {
+            assert_eq!(ios_in_prometheus, Some(n as f64), "the I/Os we made");
+        }
+        // Part by part, two programs on the same hooks one after the other: what lies between
+        // their clock reads, per call.
+        let parts = prometheus.by(
+            &format!("sum by (part) (iostack_call_seconds_total{{{series}}})"),
+            "part",
+        );
+        let calls = mine["calls"].as_u64().unwrap();
+        for (part, json) in [
+            ("on_cpu", "on_cpu_ns"),
+            ("run_queue", "run_queue_ns"),
+            ("os_queue", "io_queue_ns"),
+            ("device", "io_device_ns"),
+            ("others_io", "others_io_ns"),
+            ("other_sleep", "other_sleep_ns"),
+        ] {
+            let theirs = ns(parts[part]);
+            let ours = mine["breakdown"][json].as_u64().unwrap();
+            assert!(
+                theirs.abs_diff(ours) <= calls * PER_CALL_NS,
+                "{cgroup} {op} {part}: Prometheus {theirs} ns, iostack {ours} ns: {mine}"
+            );
+        }
+    }
+    // In the exporter, every series' parts add up to its latency's sum, to the nanosecond.
+    let sums = series_of(&m, "iostack_syscall_latency_seconds_sum");
+    assert!(!sums.is_empty(), "{m}");
+    for (labels, sum) in sums {
+        let parts: u64 = series_of(&m, "iostack_call_seconds_total")
+            .into_iter()
+            .filter(|(l, _)| l.starts_with(&format!("{labels},part=")))
+            .map(|(_, v)| ns(v))
+            .sum();
+        assert_eq!(parts, ns(sum), "{labels}: parts vs the latency's sum: {m}");
+        let count = series_of(&m, "iostack_syscall_latency_seconds_count")
+            .into_iter()
+            .find(|(l, _)| *l == labels)
+            .map(|(_, v)| v);
+        let calls = series_of(&m, "iostack_calls_total")
+            .into_iter()
+            .find(|(l, _)| *l == labels)
+            .map(|(_, v)| v);
+        assert_eq!(count, calls, "{labels}: {m}");
+    }
+    drop(prometheus);
+    drop(a);
+    let (code, _, err) = tool.stop_with(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// A counter's value in a scrape (`name{labels}`), exactly: counts are written as integers.
+fn count_of(metrics: &str, series: &str) -> u64 {
+    sample(metrics, series).unwrap_or_else(|| panic!("no {series} in:\n{metrics}"))
+}
+
+/// A file's clean pages out of the page cache (POSIX_FADV_DONTNEED).
+fn evict(path: &str) {
+    run_ok(example_bin("ra_reader").to_str().unwrap(), &[path, "drop"]);
+}
+
+/// A 16 MiB file of random bytes (4096 pages) at `path`, out of the page cache.
+fn evicted_file(path: &str) {
+    run_ok(
+        "dd",
+        &[
+            "if=/dev/urandom",
+            &format!("of={path}"),
+            "bs=1M",
+            "count=16",
+            "conv=fsync",
+            "status=none",
+        ],
+    );
+    evict(path);
+}
+
+/// 200 4 KiB reads at random places of `path` (by a reader moved into `cgroup` first, if
+/// any): the pages it read, and the file's pages resident after (util-linux's fincore).
+fn random_reads(path: &str, cgroup: Option<&Cgroup2>) -> (u64, u64) {
+    let reader = Helper::start("ra_reader", &[path, "random", "200", "7"]);
+    if let Some(c) = cgroup {
+        c.adopt(reader.pid);
+    }
+    let read: u64 = reader
+        .run()
+        .lines()
+        .find_map(|l| l.strip_prefix("pages ")?.parse().ok())
+        .expect("the pages the reader read");
+    let fincore = std::process::Command::new("fincore")
+        .args(["-n", "-o", "PAGES", path])
+        .output()
+        .expect("util-linux's fincore");
+    let resident: u64 = String::from_utf8_lossy(&fincore.stdout)
+        .trim()
+        .parse()
+        .expect("fincore's page count");
+    (read, resident)
+}
+
+#[test]
+fn readahead_pages_are_counted_exactly_brought_in_used_and_wasted() {
+    let _g = serial();
+    require_root();
+    let fs = Mounted::new("ext4", 64);
+    let file = fs.file("data");
+    // Out of the page cache before each reader.
+    evicted_file(&file);
+    let (tool, port) = exporter(None, &["--layers", "readahead", "-d", &fs.dev.name]);
+    let pages = |m: &str, state: &str| {
+        count_of(
+            m,
+            &format!("iostack_readahead_pages_total{{state=\"{state}\"}}"),
+        )
+    };
+    let m = http_get(port, "/metrics");
+    let start = ["brought_in", "used", "evicted_unused"].map(|s| pages(&m, s));
+    assert_eq!(
+        start,
+        [0, 0, 0],
+        "every series from the first scrape on: {m}"
+    );
+
+    // Read through once, sequentially: readahead brings in every page, and every one is used.
+    Helper::start("ra_reader", &[&file, "seq"]).run();
+    two_intervals();
+    let m = http_get(port, "/metrics");
+    assert_eq!(
+        ["brought_in", "used", "evicted_unused"].map(|s| pages(&m, s)),
+        [4096, 4096, 0],
+        "{m}"
+    );
+    assert!(
+        count_of(&m, "iostack_readahead_windows_total{kind=\"sync\"}") > 0,
+        "{m}"
+    );
+
+    // Random 4 KiB reads: what readahead brought in around them and nobody read is wasted once
+    // the file leaves the page cache.
+    evict(&file);
+    let (read, resident) = random_reads(&file, None);
+    evict(&file);
+    two_intervals();
+    let m = http_get(port, "/metrics");
+    let (brought, used, wasted) = (
+        pages(&m, "brought_in") - 4096,
+        pages(&m, "used") - 4096,
+        pages(&m, "evicted_unused"),
+    );
+    assert_eq!(
+        (brought - used, wasted),
+        (resident - read, resident - read),
+        "{resident} pages resident, {read} read: the rest wasted ({brought} brought in, {used} used): {m}"
+    );
+    assert!(wasted > 0, "{m}");
+    assert_eq!(
+        count_of(
+            &m,
+            "iostack_lost_events_total{layer=\"readahead\",reason=\"untracked\"}"
+        ),
+        0,
+        "{m}"
+    );
+    let (code, _, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn per_cgroup_readahead_pages_are_the_readers_cgroups_exactly() {
+    let _g = serial();
+    require_root();
+    let fs = Mounted::new("ext4", 64);
+    let (seq_file, rnd_file) = (fs.file("seq"), fs.file("rnd"));
+    evicted_file(&seq_file);
+    evicted_file(&rnd_file);
+    let (a, b) = (Cgroup2::new("seq"), Cgroup2::new("rnd"));
+    let name = |c: &Cgroup2| format!("/{}", c.dir.file_name().unwrap().to_string_lossy());
+    let (tool, port) = exporter(
+        None,
+        &[
+            "--layers",
+            "readahead",
+            "-d",
+            &fs.dev.name,
+            "--per-cgroup=1",
+        ],
+    );
+    // One cgroup reads a file through, the other reads at random places of another.
+    let seq = Helper::start("ra_reader", &[&seq_file, "seq"]);
+    a.adopt(seq.pid);
+    seq.run();
+    let (read, resident) = random_reads(&rnd_file, Some(&b));
+    evict(&seq_file);
+    evict(&rnd_file);
+    two_intervals();
+    let m = http_get(port, "/metrics");
+    let pages = |c: &Cgroup2, state: &str| {
+        count_of(
+            &m,
+            &format!(
+                "iostack_readahead_pages_total{{cgroup=\"{}\",state=\"{state}\"}}",
+                name(c)
+            ),
+        )
+    };
+    let states = ["brought_in", "used", "evicted_unused"];
+    assert_eq!(states.map(|s| pages(&a, s)), [4096, 4096, 0], "{m}");
+    let [brought, used, wasted] = states.map(|s| pages(&b, s));
+    assert_eq!(
+        (brought - used, wasted),
+        (resident - read, resident - read),
+        "{resident} pages resident, {read} read: {m}"
+    );
+    assert!(wasted > 0, "{m}");
+    let (code, _, err) = tool.interrupt();
     assert_eq!(code, 0, "{err}");
 }

@@ -410,21 +410,19 @@ fn the_exporters_page_shows_the_same_heat_map_live_in_a_browser() {
     let with_reads: Vec<usize> = (0..panel.columns())
         .filter(|&c| slots.iter().any(|&s| coloured(c, s)))
         .collect();
-    // The throttled row is filled from the first column of reads on, for the throttled half
-    // (three seconds, and the column the throttle was lifted in) and no longer.
+    // A throttled read waited at least a slice: its cell is in the throttled row or above (a
+    // loaded machine can hold one past 131 ms: a throttled column with none in the row, in CI
+    // beside two VMs and two builds, 2026-11-27). The throttled half is its first three
+    // seconds of reads.
+    let waited = |c: usize| slots.iter().any(|&s| s >= THROTTLED_SLOT && coloured(c, s));
     let throttled: Vec<usize> = with_reads
         .iter()
         .copied()
-        .filter(|&c| coloured(c, THROTTLED_SLOT))
+        .take_while(|&c| waited(c))
         .collect();
     assert!(
-        throttled.len() >= 3 && throttled.len() <= 5 && throttled[0] == with_reads[0],
-        "columns with throttled reads {throttled:?} of {with_reads:?}"
-    );
-    assert_eq!(
-        throttled,
-        (throttled[0]..throttled[0] + throttled.len()).collect::<Vec<_>>(),
-        "throttled reads in every column of the throttled half"
+        throttled.len() >= 3 && throttled[0] == with_reads[0],
+        "throttled reads in every column of the throttled half: {throttled:?} of {with_reads:?}"
     );
     // The darkest cell (thousands of free reads a second) is in a microsecond row, in a column
     // of the free half (the column the throttle was lifted in counts: it has both).
@@ -441,7 +439,7 @@ fn the_exporters_page_shows_the_same_heat_map_live_in_a_browser() {
         })
         .unwrap();
     assert!(
-        darkest.1 < MICROSECOND_SLOTS && darkest.0 >= *throttled.last().unwrap(),
+        darkest.1 < MICROSECOND_SLOTS && darkest.0 > throttled[2],
         "darkest cell {darkest:?}, throttled columns {throttled:?}"
     );
 }
@@ -482,6 +480,42 @@ fn a_picture_that_cannot_be_drawn_is_one_line_before_anything_is_traced() {
     }
 }
 
+/// The read operation's chart of a breakdown picture: where its 0% and 100% lie (y), and its
+/// columns' time labels, from its SVG text.
+struct ReadChart {
+    zero: f64,
+    hundred: f64,
+    times: Vec<SvgText>,
+}
+
+/// The read chart of `svg`, which must have the calls' heat map beside it.
+fn read_chart(svg: &str) -> ReadChart {
+    let texts = svg_texts(svg);
+    let caption = texts
+        .iter()
+        .position(|t| t.text == "read: where the calls' time went")
+        .unwrap_or_else(|| panic!("no read chart: {texts:?}"));
+    let rest = &texts[caption + 1..];
+    let percent = |v: &str| rest.iter().find(|t| t.text == v).map(|t| t.y).unwrap();
+    let times: Vec<SvgText> = rest
+        .iter()
+        .skip_while(|t| !is_time(&t.text))
+        .take_while(|t| is_time(&t.text))
+        .cloned()
+        .collect();
+    // Beside it, the calls' heat map.
+    let after: Vec<&str> = rest.iter().map(|t| t.text.as_str()).collect();
+    assert!(
+        after.contains(&"op read") && after.contains(&"latency"),
+        "{after:?}"
+    );
+    ReadChart {
+        zero: percent("0"),
+        hundred: percent("100"),
+        times,
+    }
+}
+
 #[test]
 fn iostacks_picture_stacks_each_intervals_shares_in_their_colours_throttled_reads_in_the_os_queue()
 {
@@ -509,29 +543,15 @@ fn iostacks_picture_stacks_each_intervals_shares_in_their_colours_throttled_read
         })
         .collect();
     let svg = std::fs::read_to_string(&svg_path).expect("the picture was written");
-    let texts = svg_texts(&svg);
-    let caption = texts
-        .iter()
-        .position(|t| t.text == "read: where the calls' time went")
-        .unwrap_or_else(|| panic!("no read chart: {texts:?}"));
-    let rest = &texts[caption + 1..];
-    let percent = |v: &str| rest.iter().find(|t| t.text == v).map(|t| t.y).unwrap();
-    let (zero, hundred) = (percent("0"), percent("100"));
-    let times: Vec<&SvgText> = rest
-        .iter()
-        .skip_while(|t| !is_time(&t.text))
-        .take_while(|t| is_time(&t.text))
-        .collect();
+    let ReadChart {
+        zero,
+        hundred,
+        times,
+    } = read_chart(&svg);
     assert_eq!(
         times.len(),
         columns.len() + 1,
         "a column per report: {times:?}"
-    );
-    // Beside it, the calls' heat map.
-    let after: Vec<&str> = rest.iter().map(|t| t.text.as_str()).collect();
-    assert!(
-        after.contains(&"op read") && after.contains(&"latency"),
-        "{after:?}"
     );
     let png = screenshot(
         &format!("file://{}", svg_path.display()),
@@ -566,9 +586,17 @@ fn iostacks_picture_stacks_each_intervals_shares_in_their_colours_throttled_read
             base += share;
         }
     }
-    // The throttled half: the reads' time is the OS queue's (blk-throttle holds the bios).
+    // The throttled half: the reads' time is the OS queue's (blk-throttle holds the bios), in
+    // each of the first three columns that has reads. A column may have none (CI run 34: the
+    // third report of a loaded host held no read that ended in it), and is drawn empty: checked
+    // above.
     let os_queue = PART_COLOURS[2];
-    for c in 0..3 {
+    let throttled: Vec<usize> = (0..3).filter(|&c| columns[c].is_some()).collect();
+    assert!(
+        throttled.len() >= 2,
+        "two of the first three columns have throttled reads: {columns:?}"
+    );
+    for c in throttled {
         let x = ((times[c].x + times[c + 1].x) / 2.0).round() as i32;
         let y = ((zero + hundred) / 2.0).round() as i32;
         assert!(
@@ -577,4 +605,85 @@ fn iostacks_picture_stacks_each_intervals_shares_in_their_colours_throttled_read
             columns[c]
         );
     }
+}
+
+#[test]
+fn the_exporters_page_shows_where_the_calls_time_went_live_in_a_browser() {
+    let _g = serial();
+    require_root();
+    let (tool, port) = throttled_then_free_reads(
+        |_, _, _| exporter(None, &["--layers", "block,breakdown"]),
+        |_| std::thread::sleep(Duration::from_millis(SECONDS * 1000 / 2)),
+    );
+    // The last reads drained into the page.
+    std::thread::sleep(Duration::from_millis(2500));
+    let page = http_get(port, "/");
+    let start = page
+        .find("<div id=\"breakdown\">")
+        .unwrap_or_else(|| panic!("no breakdown on the page: {page}"));
+    let svg = &page[start..start + page[start..].find("</svg>").unwrap() + 6];
+    let ReadChart {
+        zero,
+        hundred,
+        times,
+    } = read_chart(svg);
+    assert!(times.len() >= SECONDS as usize, "{times:?}");
+    // The page as a browser shows it: the breakdown first, under the page's title (what
+    // follows, below the window, draws no line as long as the chart's axis).
+    let (width, height) = svg_size(svg);
+    let png = screenshot(
+        &format!("http://127.0.0.1:{port}/"),
+        (width + 40, height + 200),
+        "exporter-breakdown",
+    );
+    let (code, _, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+    eprintln!("rendered: {}", png.path.display());
+    // Where the browser put it: the chart's y axis (the leftmost line of the SVG), in pixels.
+    let axis = svg_lines(svg)
+        .into_iter()
+        .filter(|((x0, y0), (x1, y1))| x0 == x1 && (y1 - y0).abs() > 100)
+        .min_by_key(|((x, _), _)| *x)
+        .expect("the chart's y axis");
+    let length = ((axis.1).1 - (axis.0).1).abs();
+    let (ax, ay) = png
+        .first_vertical_line(length)
+        .unwrap_or_else(|| panic!("no chart axis in {}", png.path.display()));
+    let offset = (ax - (axis.0).0, ay - (axis.0).1.min((axis.1).1));
+    let os_queue = PART_COLOURS[2];
+    let near = |a: [u8; 3], b: [u8; 3]| a.iter().zip(b).all(|(&x, y)| x.abs_diff(y) <= 2);
+    let middle = |c: usize| {
+        at(
+            offset,
+            (times[c].x + times[c + 1].x) / 2.0,
+            (zero + hundred) / 2.0,
+        )
+    };
+    let with_reads: Vec<usize> = (0..times.len() - 1)
+        .filter(|&c| {
+            let (x, y) = middle(c);
+            png.coloured(x, y)
+        })
+        .collect();
+    // The throttled half: the reads' time is the OS queue's (blk-throttle holds the bios); the
+    // free half: not (device and CPU, microseconds each).
+    let in_os_queue: Vec<usize> = with_reads
+        .iter()
+        .copied()
+        .filter(|&c| {
+            let (x, y) = middle(c);
+            near(png.pixel(x, y), [os_queue.0, os_queue.1, os_queue.2])
+        })
+        .collect();
+    assert!(
+        in_os_queue.len() >= 3 && in_os_queue[..3] == with_reads[..3],
+        "the first three columns of reads in the OS queue: {in_os_queue:?} of {with_reads:?} in {}",
+        png.path.display()
+    );
+    let last = *with_reads.last().unwrap();
+    assert!(
+        !in_os_queue.contains(&last),
+        "the last column of reads (free) is not the OS queue's: {in_os_queue:?} of {with_reads:?} in {}",
+        png.path.display()
+    );
 }

@@ -90,6 +90,27 @@ fn counts_exactly_the_calls_of_one_process() {
     assert_eq!(drops["start_full"], 0, "{out}");
 }
 
+/// -p remembers the threads of other processes by their kernel stacks, and a stack freed by an
+/// exiting thread is soon another's: each of 400 threads the traced process starts one after
+/// another, while short-lived processes that make the same calls come and go beside it, is
+/// counted.
+#[test]
+fn threads_born_on_the_stacks_of_other_processes_dead_threads_are_counted() {
+    let _g = serial();
+    require_root();
+    let mut noise = Command::new("sh")
+        .args([
+            "-c",
+            "while :; do dd if=/dev/zero of=/dev/null bs=1 count=5 2>/dev/null; done",
+        ])
+        .spawn()
+        .expect("spawn sh");
+    let out = trace(&[10, 0, 0, 0, 0, 0, 0, 400], &[], by_pid);
+    let _ = noise.kill();
+    let _ = noise.wait();
+    assert_eq!(counts(&out), expect(&[("read", 410)]), "{out}");
+}
+
 #[test]
 fn thread_and_comm_filters() {
     let _g = serial();
@@ -291,6 +312,18 @@ fn explain_names_the_hooks_and_attaches() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("raw_tp/sys_enter"));
+    // -p adds the memory of other processes' threads to every syscall program: the kernel
+    // takes them as it takes them without, with the per-thread state in task storage, and a
+    // thread's exit is hooked where it cannot be skipped.
+    let me = std::process::id().to_string();
+    let with_p = explain("syslat", &["-p", &me]);
+    let starts = |text: &str| -> String {
+        let line = text.lines().find(|l| l.trim_start().starts_with("starts "));
+        line.unwrap_or_default().to_string()
+    };
+    assert_eq!(starts(&with_p), starts(&text), "{with_p}");
+    assert!(starts(&with_p).contains("task-local storage"), "{with_p}");
+    assert!(with_p.contains("tp_btf/sched_process_exit"), "{with_p}");
 }
 
 #[test]

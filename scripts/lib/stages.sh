@@ -92,7 +92,7 @@ lane() {
     rc=$?
     echo "$rc" >"$STAGE_DIR/lane.$name.rc"
     exit "$rc"
-  ) > >(sed -u "s/^/$name| /") 2>&1 &
+  ) > >(tee "$STAGE_DIR/lane.$name.log" | sed -u "s/^/$name| /") 2>&1 &
   _lane_pid[$name]=$!
   _lane_names+=("$name")
 }
@@ -139,5 +139,12 @@ stage_report() {
     echo "find the stage that grew in the table above"
     echo "################################################################################"
   fi
+  # The failed lanes' failures again, last: a reader of the output's tail (CI's record keeps
+  # its head and tail) sees what failed without the middle (a matrix FAIL hid there, 2026-11-27).
+  for name in "${_lane_names[@]}"; do
+    [[ "$(cat "$STAGE_DIR/lane.$name.rc" 2>/dev/null || echo 0)" == 0 ]] && continue
+    echo "-- failed lane $name: its lines that say FAIL, panicked or error: (the first 25):"
+    grep -E 'FAIL|panicked|error: ' "$STAGE_DIR/lane.$name.log" 2>/dev/null | head -25 | sed "s/^/$name| /" || true
+  done
   return "$rc"
 }

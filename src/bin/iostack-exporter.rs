@@ -13,11 +13,13 @@ use iostack::tools::exporter::{self, ExporterOptions, DEFAULT_LAYERS, NAME};
 const EXAMPLES: &str = "Examples:
   iostack-exporter                        block and filesystem latency on :9709/metrics
   iostack-exporter --layers block,fs,vfs,syscall   every layer (the syscall layer runs on every system call)
+  iostack-exporter --layers block,fs,breakdown   also where each I/O call's time went (iostack's parts)
+  iostack-exporter --layers block,readahead   also readahead's pages: brought in, used, wasted
   iostack-exporter -d nvme0n1 --per-cgroup   one disk, split by service or container (cgroup v2)
   iostack-exporter --listen 127.0.0.1:9709   only for scrapers on this host
   iostack-exporter --explain              which kernel hooks each layer would use, and why";
 
-/// Export block, filesystem, VFS and system call latency histograms to Prometheus
+/// Export block, filesystem, VFS and system call latency histograms, where I/O calls' time went and readahead's waste, to Prometheus
 #[derive(Parser, Debug)]
 #[command(name = NAME, version, after_help = EXAMPLES)]
 struct Args {

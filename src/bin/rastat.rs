@@ -6,7 +6,7 @@ use clap::Args;
 
 use iostack::common::block::disk::DiskFilter;
 use iostack::common::report::hist::Unit;
-use iostack::common::run::filter::TaskArgs;
+use iostack::common::run::filter::{PerCgroupArgs, TaskArgs};
 use iostack::common::run::{self, cli, error};
 use iostack::tools::rastat::{Rastat, RastatOptions, NAME};
 
@@ -25,7 +25,7 @@ Each page a window adds to the page cache is brought in. It is used when a read 
 fault maps it (fault-around included); its age at first use is histogrammed. A page evicted \
 never used is waste; resident unused are the pages brought in and still waiting, at the end of \
 each interval. Large folios count as the pages they hold. Per process: the process whose window \
-brought the pages in.";
+brought the pages in; per cgroup (--per-cgroup), that process's cgroup.";
 
 const EXAMPLES: &str = "Examples:
   rastat                 readahead windows and pages brought in, used and wasted, at Ctrl-C
@@ -35,6 +35,7 @@ const EXAMPLES: &str = "Examples:
   rastat -d nvme0n1      only files on nvme0n1 (and its partitions)
   rastat --per-file      also the 10 files with the most waste, by path
   rastat --per-file 3 -T 10   every 10 seconds, with the time, the 3 most wasteful files
+  rastat --per-cgroup    also per cgroup v2 (a service or a container) of the readers
   rastat -j 1            one JSON object every second
   rastat --explain       which kernel hooks would be used, and why";
 
@@ -52,6 +53,9 @@ struct RastatArgs {
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "10",
           value_parser = clap::value_parser!(u16).range(1..))]
     per_file: Option<u16>,
+
+    #[command(flatten)]
+    per_cgroup: PerCgroupArgs,
 }
 
 fn main() -> ExitCode {
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
             tasks: a.tasks.filter()?,
             disk: a.disk.as_deref().map(DiskFilter::parse).transpose()?,
             per_file: a.per_file.map(usize::from),
+            per_cgroup: a.per_cgroup.per_cgroup_depth()?,
             unit: Unit::from_millis_flag(common.milliseconds),
         };
         run::intervals::<Rastat>(NAME, common, opts)

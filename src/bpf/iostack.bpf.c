@@ -47,6 +47,7 @@ const volatile bool switch_has_state = true;
 struct journey _journey = {};
 struct layer_key _layer_key = {};
 struct group_key _group_key = {};
+struct cgroup_totals _cgroup_totals = {};
 
 THREAD_STATE(calls, struct call_state, 32768)
 
@@ -77,8 +78,8 @@ struct {
 	__type(value, struct hist);
 } fs_hists SEC(".maps");
 
-/* -P or --per-cgroup only; user space sizes it (1 entry otherwise). A call that finds no room
- * is in its operation's totals all the same: user space shows the difference as `other`. */
+/* -P only; user space sizes it (1 entry otherwise). A call that finds no room is a loss:
+ * -P ranks processes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 8192);
@@ -87,6 +88,17 @@ struct {
 } group_totals SEC(".maps");
 
 const struct group_totals group_totals_zero = {};
+
+/* --per-cgroup only; user space sizes it (1 entry otherwise). A call that finds no room is in
+ * its operation's totals all the same: user space shows the difference as `other`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct group_key);
+	__type(value, struct cgroup_totals);
+} cgroup_totals SEC(".maps");
+
+const struct cgroup_totals cgroup_totals_zero = {};
 
 /* --slow only; user space sizes it (one page otherwise). */
 struct {
@@ -659,32 +671,50 @@ static __always_inline __u64 call_group(void)
 	return per_process ? current_ids() >> 32 : cgroup_at_depth(current_cgroup());
 }
 
-static __always_inline void record_group(__u32 gen, struct call_state *st, __u64 total, __u32 ios)
+static __always_inline void group_add(struct group_totals *p, struct call_state *st, __u64 total,
+				      __u32 ios)
 {
-	struct group_key k = {.gen = gen, .op = st->op, .id = call_group()};
-	struct group_totals *p;
-
-	p = bpf_map_lookup_elem(&group_totals, &k);
-	if (!p) {
-		bpf_map_update_elem(&group_totals, &k, &group_totals_zero, BPF_NOEXIST);
-		p = bpf_map_lookup_elem(&group_totals, &k);
-		if (!p) {
-			/* -P ranks processes: one missing would rank wrongly, so it is a loss.
-			 * --per-cgroup shows it under `other`. */
-			if (per_process)
-				count_loss(LOSS_HIST_FULL);
-			return;
-		}
-		if (per_process)
-			bpf_get_current_comm(p->comm, sizeof(p->comm));
-	}
 	p->calls++;
 	p->total_ns += total;
 	if (total > p->max_ns)
 		p->max_ns = total;
 	for (int i = 0; i < PARTS; i++)
 		p->parts[i] += st->parts[i];
+	p->via_waker_ns += st->via_waker_ns;
 	p->ios += ios;
+}
+
+static __always_inline void record_group(__u32 gen, struct call_state *st, __u64 total, __u32 ios)
+{
+	struct group_key k = {.gen = gen, .op = st->op, .id = call_group()};
+	struct group_totals *p;
+	struct cgroup_totals *c;
+
+	if (!per_process) {
+		/* One that finds no room is shown under `other`. */
+		c = bpf_map_lookup_elem(&cgroup_totals, &k);
+		if (!c) {
+			bpf_map_update_elem(&cgroup_totals, &k, &cgroup_totals_zero, BPF_NOEXIST);
+			c = bpf_map_lookup_elem(&cgroup_totals, &k);
+			if (!c)
+				return;
+		}
+		group_add(&c->t, st, total, ios);
+		hist_record_exclusive(&c->latency, total);
+		return;
+	}
+	p = bpf_map_lookup_elem(&group_totals, &k);
+	if (!p) {
+		bpf_map_update_elem(&group_totals, &k, &group_totals_zero, BPF_NOEXIST);
+		p = bpf_map_lookup_elem(&group_totals, &k);
+		if (!p) {
+			/* -P ranks processes: one missing would rank wrongly, so it is a loss. */
+			count_loss(LOSS_HIST_FULL);
+			return;
+		}
+		bpf_get_current_comm(p->comm, sizeof(p->comm));
+	}
+	group_add(p, st, total, ios);
 }
 
 static __always_inline void send_journey(struct call_state *st, struct call_io *io, __u64 total,

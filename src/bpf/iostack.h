@@ -5,6 +5,7 @@
 
 #include "lib/breakdown.h"
 #include "lib/fn_slots.h"
+#include "lib/hist.h"
 
 /* Operation slots per run (slot 0 means "not traced"). */
 #define IOSTACK_OPS 8
@@ -59,8 +60,17 @@ struct group_totals {
 	__u64 total_ns;
 	__u64 max_ns;
 	__u64 parts[PARTS];
+	__u64 via_waker_ns;   /* of parts[PART_OTHERS_IO], through a waker's I/O waits */
 	__u64 ios;
 	char comm[16];
+};
+
+/* --per-cgroup: a cgroup's calls of one operation, with their latency histogram, so that the
+ * exporter's per-cgroup syscall latency comes from the same drain as the calls' parts (they
+ * add up to its sum). A per-CPU histogram is 2.8 KB: -P's thousands of processes have none. */
+struct cgroup_totals {
+	struct group_totals t;
+	struct hist latency;
 };
 
 /* --slow: one call slower than the threshold, as it ends. */

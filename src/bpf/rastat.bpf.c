@@ -20,6 +20,7 @@
 #include "lib/hist.bpf.h"
 #include "lib/losses.bpf.h"
 #include "lib/task_filter.bpf.h"
+#include "lib/per_cgroup.bpf.h"
 #include "lib/thread_state.bpf.h"
 #include "lib/func_hooks.bpf.h"
 #include "lib/tp_twins.bpf.h"
@@ -65,6 +66,14 @@ struct {
 	__type(value, struct ra_file);
 } files SEC(".maps");
 
+/* --per-cgroup: by cgroup id at the depth asked; user space sizes it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u64);
+	__type(value, struct ra_counts);
+} cgroups SEC(".maps");
+
 /* Age at first use: index generation * RA_USES + use. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -102,6 +111,8 @@ __u64 untracked_pages;
 struct ra_counts total;
 __u64 uncounted_procs;
 __u64 uncounted_files;
+__u64 uncounted_cgroups;
+const struct ra_counts zero_counts;
 
 static __always_inline bool dev_selected(__u32 dev)
 {
@@ -145,6 +156,24 @@ static __always_inline struct ra_counts *proc_counts(__u32 tgid, bool create)
 	}
 	bpf_get_current_comm(p->comm, sizeof(p->comm));
 	return &p->counts;
+}
+
+/* --per-cgroup: the counts of cgroup id (created with `create`); NULL without --per-cgroup, or
+ * where the map has no room (counted: those pages are in the totals and under `other`). */
+static __always_inline struct ra_counts *cgroup_counts(__u64 id, bool create)
+{
+	struct ra_counts *c;
+
+	if (!per_cgroup_depth)
+		return NULL;
+	c = bpf_map_lookup_elem(&cgroups, &id);
+	if (c || !create)
+		return c;
+	bpf_map_update_elem(&cgroups, &id, &zero_counts, BPF_NOEXIST);
+	c = bpf_map_lookup_elem(&cgroups, &id);
+	if (!c)
+		__sync_fetch_and_add(&uncounted_cgroups, 1);
+	return c;
 }
 
 /* The file's path, leaf first, from its first dentry up to its filesystem's root. */
@@ -258,6 +287,9 @@ static __always_inline void on_window(struct address_space *mapping, __u64 start
 		bpf_get_current_comm(container_of(c, struct ra_proc, counts)->comm, 16);
 	}
 	c = file_counts(dev, BPF_CORE_READ(host, i_ino), host);
+	if (c)
+		__sync_fetch_and_add(&c->windows[kind], 1);
+	c = per_cgroup_depth ? cgroup_counts(cgroup_at_depth(current_cgroup()), true) : NULL;
 	if (c)
 		__sync_fetch_and_add(&c->windows[kind], 1);
 	slot = log2_u64(size);
@@ -481,6 +513,8 @@ __noinline int bring_in_chunk(__u64 mapping, __u64 chunk, __u32 span, __u64 now)
 		ch->tgid = bpf_get_current_pid_tgid() >> 32;
 		ch->dev = inode_dev(host);
 		ch->ino = BPF_CORE_READ(host, i_ino);
+		if (per_cgroup_depth)
+			ch->cgroup = cgroup_at_depth(current_cgroup());
 	}
 	for (__u32 j = 0; j < RA_CHUNK_PAGES; j++) {
 		if (j >= n)
@@ -580,6 +614,11 @@ __noinline int evict_chunk(__u64 mapping, __u64 chunk, __u32 span)
 			__sync_fetch_and_add(&c->evicted_used, used);
 		}
 		c = file_counts(ch->dev, ch->ino, NULL);
+		if (c) {
+			__sync_fetch_and_add(&c->wasted, wasted);
+			__sync_fetch_and_add(&c->evicted_used, used);
+		}
+		c = cgroup_counts(ch->cgroup, false);
 		if (c) {
 			__sync_fetch_and_add(&c->wasted, wasted);
 			__sync_fetch_and_add(&c->evicted_used, used);

@@ -48,11 +48,13 @@ struct ra_chunk {
 	__u32 tgid;    /* the process whose window brought the chunk's first page in */
 	__u32 dev;     /* the file's device (kernel dev_t) and inode, for --per-file */
 	__u64 ino;
+	__u64 cgroup;  /* --per-cgroup: that process's cgroup (at the depth asked) */
 	__u64 birth[RA_CHUNK_PAGES]; /* when each page was added, ns */
 	__u8 state[RA_CHUNK_PAGES];  /* enum ra_page_state; one byte each: no two writers share a word */
 };
 
-/* Cumulative per process (by tgid) and, with --per-file, per file; user space takes differences.
+/* Cumulative per process (by tgid), with --per-cgroup per cgroup and, with --per-file, per file;
+ * user space takes differences.
  * Pages brought in are not counted here: they are the pages the chunks hold (walked by user
  * space) and those evicted since (wasted + evicted_used). */
 struct ra_counts {

@@ -6,7 +6,9 @@ use anyhow::Result;
 use crate::common::cgroup::{fill_task_cgroup_map, names::OTHER, per_cgroup_entries, CgroupNames};
 use crate::common::kernel::plan::AttachPlan;
 use crate::common::kernel::prober::Prober;
-use crate::common::kernel::syscalls::{fill_syscall_slots, plan_syscall_hooks, Attach, TracedOp};
+use crate::common::kernel::syscalls::{
+    fill_syscall_slots, plan_syscall_hooks, remember_other_processes, Attach, TracedOp,
+};
 use crate::common::load::maps::{drain_array_generation, drain_generation, HistogramCollector};
 use crate::common::load::{
     copy_struct, load_planned, load_with_thread_state, mapped, thread_state_maps, Loaded,
@@ -135,6 +137,7 @@ fn load(
         rodata.unit_lg = opts.unit.lg();
         rodata.per_task = per_task;
         fill_syscall_slots(&mut rodata.sys_slot, &opts.ops)?;
+        rodata.remember_others = remember_other_processes(plan, opts.tasks.tgid, per_task);
         copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
         fill_task_cgroup_map(&mut open.maps.task_cgroup, opts.tasks.cgroup.as_ref())?;
         rodata.failed_only = opts.failed;

@@ -3,6 +3,7 @@
 
 pub mod breakdown;
 pub mod browser;
+pub mod prometheus;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -26,11 +27,12 @@ pub fn require_root() {
     );
 }
 
-/// A loop device over a temporary file; detached and deleted on drop, even when a test fails.
+/// A loop device over a temporary file (or over another device); detached, and its file
+/// deleted, on drop, even when a test fails.
 pub struct LoopDevice {
     pub path: String,
     pub name: String,
-    file: PathBuf,
+    file: Option<PathBuf>,
 }
 
 impl LoopDevice {
@@ -43,27 +45,45 @@ impl LoopDevice {
         let f = fs::File::create(&file).expect("create backing file");
         f.set_len(size_mib << 20).expect("size backing file");
         drop(f);
+        let mut dev = LoopDevice::attach(&file, &[]);
+        dev.file = Some(file);
+        dev
+    }
+
+    /// A loop device over another device, with direct I/O: its requests become the lower
+    /// device's, submitted by loop's workers in the cgroup of the I/O above.
+    pub fn over(lower: &str) -> LoopDevice {
+        LoopDevice::attach(std::path::Path::new(lower), &["--direct-io=on"])
+    }
+
+    fn attach(backing: &std::path::Path, options: &[&str]) -> LoopDevice {
         let out = Command::new("losetup")
             .args(["-f", "--show"])
-            .arg(&file)
+            .args(options)
+            .arg(backing)
             .output()
             .expect("run losetup");
         if !out.status.success() {
-            let _ = fs::remove_file(&file);
             panic!("losetup failed: {}", String::from_utf8_lossy(&out.stderr));
         }
         let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
         let name = path.trim_start_matches("/dev/").to_string();
         // let any probe of the new device settle before tests count its I/O
         thread::sleep(Duration::from_millis(200));
-        LoopDevice { path, name, file }
+        LoopDevice {
+            path,
+            name,
+            file: None,
+        }
     }
 }
 
 impl Drop for LoopDevice {
     fn drop(&mut self) {
         let _ = Command::new("losetup").args(["-d", &self.path]).status();
-        let _ = fs::remove_file(&self.file);
+        if let Some(file) = &self.file {
+            let _ = fs::remove_file(file);
+        }
     }
 }
 
@@ -84,7 +104,11 @@ pub struct Mounted {
 impl Mounted {
     /// `fs`: ext4, xfs or btrfs (their mkfs from e2fsprogs, xfsprogs, btrfs-progs).
     pub fn new(fs: &str, size_mib: u64) -> Mounted {
-        let dev = LoopDevice::new(size_mib);
+        Mounted::on(fs, LoopDevice::new(size_mib))
+    }
+
+    /// The filesystem made on `dev`, which it keeps until it is unmounted.
+    pub fn on(fs: &str, dev: LoopDevice) -> Mounted {
         let mkfs = match fs {
             "ext4" => vec![
                 "mkfs.ext4",

@@ -13,6 +13,7 @@
 #define IOSTACK_SYSCALLS_BPF_H
 
 #include "lib/tp_twins.bpf.h"
+#include "lib/other_processes.bpf.h"
 
 static __always_inline int on_sys_enter(long id, __u64 fd);
 static __always_inline int on_sys_exit(long id, long ret);
@@ -54,12 +55,16 @@ static __always_inline bool in_compat_syscall(struct task_struct *task)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
 {
+	if (other_process(ctx))
+		return 0;
 	return on_sys_enter(id, regs->di);
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
 {
+	if (other_process(ctx))
+		return 0;
 	return on_sys_exit(regs->orig_ax, ret);
 }
 
@@ -68,6 +73,8 @@ int sys_enter_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct pt_regs *regs = (void *)ctx->args[0];
 
+	if (other_process(ctx))
+		return 0;
 	return on_sys_enter(ctx->args[1], BPF_CORE_READ(regs, di));
 }
 
@@ -76,11 +83,14 @@ int sys_exit_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct pt_regs *regs = (void *)ctx->args[0];
 
+	if (other_process(ctx))
+		return 0;
 	return on_sys_exit(BPF_CORE_READ(regs, orig_ax), ctx->args[1]);
 }
 
 static __always_inline int task_exit_args(__u64 *args, bool typed)
 {
+	forget_other_process();
 	return on_task_exit();
 }
 
@@ -91,6 +101,8 @@ TP_TWINS(sched_process_exit, task_exit, task_exit_args)
 SEC("tracepoint/syscalls/sys_enter_read")
 int sys_enter_tp(struct syscall_trace_enter *ctx)
 {
+	if (other_process(ctx))
+		return 0;
 	return on_sys_enter(ctx->nr, ctx->args[0]);
 }
 
@@ -99,15 +111,20 @@ int sys_enter_tp(struct syscall_trace_enter *ctx)
 SEC("tracepoint/syscalls/sys_enter_sync")
 int sys_enter_tp_noargs(struct syscall_trace_enter *ctx)
 {
+	if (other_process(ctx))
+		return 0;
 	return on_sys_enter(ctx->nr, 0);
 }
 
 SEC("tracepoint/syscalls/sys_exit_read")
 int sys_exit_tp(struct syscall_trace_exit *ctx)
 {
+	if (other_process(ctx))
+		return 0;
 	return on_sys_exit(ctx->nr, ctx->ret);
 }
 
+/* Never with other_processes' memory (its exit may be skipped). */
 SEC("tracepoint/sched/sched_process_exit")
 int task_exit_tp(void *ctx)
 {

@@ -299,14 +299,40 @@ fn plan_per_syscall_tracepoints(
             format!("no tracepoint, not traced: {}", missing.join(", ")),
         );
     }
-    plan.add(
-        "cleanup",
-        "task_exit_tp",
-        Flavor::Tracepoint,
-        "sched:sched_process_exit",
-        "frees the per-thread state of an exiting thread",
-    );
+    // A thread's exit is hooked where no other program running on its CPU can make the kernel
+    // skip it: -p's memory of other processes' threads (lib/other_processes.bpf.h) must forget
+    // each one before its stack is reused.
+    match raw_tracepoint_flavor(prober, "sched_process_exit", None) {
+        Ok((flavor, why)) => {
+            let program = match flavor {
+                Flavor::TpBtf => "task_exit_btf",
+                _ => "task_exit_raw",
+            };
+            plan.add(
+                "cleanup",
+                program,
+                flavor,
+                "sched_process_exit",
+                format!("frees the per-thread state of an exiting thread, never skipped ({why})"),
+            );
+        }
+        Err(e) => plan.add(
+            "cleanup",
+            "task_exit_tp",
+            Flavor::Tracepoint,
+            "sched:sched_process_exit",
+            format!("frees the per-thread state of an exiting thread (no raw tracepoint: {e}; a perf tracepoint program may be skipped, so -p does not remember other processes' threads)"),
+        ),
+    }
     Ok(())
+}
+
+/// Whether the syscall programs remember the threads of processes -p leaves out, so that they
+/// leave without a helper call (lib/other_processes.bpf.h): with -p, where the current task is
+/// typed (5.11+, as task storage) and a thread's exit cannot be skipped (its program is not a
+/// perf tracepoint's).
+pub fn remember_other_processes(plan: &AttachPlan, tgid: u32, typed_current: bool) -> bool {
+    tgid != 0 && typed_current && !plan.uses("task_exit_tp")
 }
 
 #[cfg(test)]

@@ -192,6 +192,19 @@ impl LatencyHistogram {
         }
     }
 
+    /// Takes out what `other` holds, counted here too (an operation's calls less its cgroups'
+    /// rows): what is left is exact but for the maximum, which stays an upper bound.
+    pub fn remove(&mut self, other: &LatencyHistogram) {
+        self.count = self.count.saturating_sub(other.count);
+        self.sum_ns = self.sum_ns.saturating_sub(other.sum_ns);
+        for (a, b) in self.slots.iter_mut().zip(other.slots.iter()) {
+            *a = a.saturating_sub(*b);
+        }
+        for (a, b) in self.fine.iter_mut().zip(other.fine.iter()) {
+            *a = a.saturating_sub(*b);
+        }
+    }
+
     /// Records one value in user space (tests and synthetic data); the kernel does the same.
     pub fn record(&mut self, ns: u64, unit: Unit) {
         let slot = (63u32.saturating_sub((ns / unit.ns()).max(1).leading_zeros())) as usize;

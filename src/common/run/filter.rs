@@ -143,11 +143,16 @@ pub struct BpfTaskFilter {
 // SAFETY: integers and bytes; any bit pattern is valid.
 unsafe impl plain::Plain for BpfTaskFilter {}
 
+/// Whether a process or thread of that id exists now, in this tool's pid namespace.
+pub fn process_exists(id: u32) -> bool {
+    Path::new(&format!("/proc/{id}")).exists()
+}
+
 impl TaskFilter {
     pub fn new(pid: Option<u32>, tid: Option<u32>, comm: Option<&str>) -> Result<TaskFilter> {
         for (what, id) in [("process", pid), ("thread", tid)] {
             if let Some(id) = id {
-                if id == 0 || !Path::new(&format!("/proc/{id}")).exists() {
+                if id == 0 || !process_exists(id) {
                     bail!("no {what} with ID {id} is running (see `ps -eLf`)");
                 }
             }

@@ -11,7 +11,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use super::series::Metrics;
+use super::series::{CounterUnit, Metrics};
 
 /// The two exposition formats, and which one a scraper asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +62,23 @@ impl Collector for Snapshot {
             }
         }
         // The encoder adds `_total` to a counter's name.
+        for family in &m.counters {
+            let mut metric =
+                enc.encode_descriptor(family.name, family.help, None, MetricType::Counter)?;
+            for (labels, n) in &family.series {
+                let labels: Vec<(&str, &str)> =
+                    labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let value = family.value(*n);
+                match family.unit {
+                    CounterUnit::Nanoseconds => {
+                        ConstCounter::new(value).encode(metric.encode_family(&labels)?)?
+                    }
+                    CounterUnit::Count => {
+                        ConstCounter::new(*n).encode(metric.encode_family(&labels)?)?
+                    }
+                }
+            }
+        }
         let mut lost = enc.encode_descriptor(
             "iostack_lost_events",
             "Events the kernel side could not record, by layer and reason (unseen: I/Os /proc/diskstats counted that no program saw)",

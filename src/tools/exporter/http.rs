@@ -9,8 +9,8 @@ use anyhow::{anyhow, Result};
 use tiny_http::{Header, Response, Server};
 
 use super::encode::{encode, Format};
+use super::layers::Drawings;
 use super::series::Metrics;
-use crate::common::report::heatmap::HeatMap;
 
 pub struct Bound(Server);
 
@@ -88,10 +88,8 @@ pub fn serve(
                         &snapshot,
                         pictures
                             .lock()
-                            .map(|p| p.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>())
-                            .map_err(|_| {
-                                "the heat maps are not available (their lock is poisoned)"
-                            }),
+                            .map(|p| p.clone())
+                            .map_err(|_| "the pictures are not available (their lock is poisoned)"),
                     ))
                     .with_header(header("Content-Type", "text/html; charset=utf-8")),
                     _ => Response::from_string("not found: try /metrics\n").with_status_code(404),
@@ -119,14 +117,49 @@ fn html_escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// `/`: each layer, up or not, with its hooks or the reason; the losses; each family's heat map
-/// of its last intervals, inline SVG (nothing is fetched from elsewhere: it works air-gapped);
-/// a link to /metrics.
-pub fn index(m: &Metrics, pictures: Result<Vec<HeatMap>, &str>) -> String {
+/// `/`: where the I/O calls' time went, beside their heat map; readahead's pages; the losses;
+/// each family's heat map of its last intervals; each layer, up or not, with its hooks or the
+/// reason. Inline SVG, nothing fetched from elsewhere: it works air-gapped. A link to /metrics.
+pub fn index(m: &Metrics, pictures: Result<Drawings, &str>) -> String {
     let mut page = String::from(
         "<!DOCTYPE html>\n<html><head><title>iostack-exporter</title></head><body>\n\
-         <h1>iostack-exporter</h1>\n<p><a href=\"/metrics\">/metrics</a></p>\n<h2>Layers</h2>\n",
+         <h1>iostack-exporter</h1>\n<p><a href=\"/metrics\">/metrics</a></p>\n",
     );
+    let pictures = match pictures {
+        Ok(pictures) => pictures,
+        Err(why) => {
+            page.push_str(&format!("<p>{}</p>\n", html_escape(why)));
+            Drawings::default()
+        }
+    };
+    let seconds = super::layers::HEATMAP_COLUMNS;
+    if let Some(breakdown) = &pictures.breakdown {
+        page.push_str(&format!(
+            "<h2>Where the I/O calls' time went (the last {seconds} seconds)</h2>\n"
+        ));
+        page.push_str(&picture("breakdown", breakdown.svg()));
+    }
+    page.push_str(&readahead_table(m));
+    page.push_str(
+        "<h2>Lost events</h2>\n<table>\n<tr><th>layer</th><th>reason</th><th>count</th></tr>\n",
+    );
+    for ((layer, reason), n) in &m.lost {
+        page.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{n}</td></tr>\n",
+            html_escape(layer),
+            html_escape(reason)
+        ));
+    }
+    page.push_str("</table>\n");
+    if !pictures.heatmaps.is_empty() {
+        page.push_str(&format!(
+            "<h2>Heat maps (the last {seconds} seconds)</h2>\n"
+        ));
+    }
+    for (family, map) in &pictures.heatmaps {
+        page.push_str(&picture(family, map.svg()));
+    }
+    page.push_str("<h2>Layers</h2>\n");
     for (layer, state) in &m.layers {
         let status = if state.up {
             "traced"
@@ -139,36 +172,43 @@ pub fn index(m: &Metrics, pictures: Result<Vec<HeatMap>, &str>) -> String {
             html_escape(&state.detail)
         ));
     }
-    page.push_str(
-        "<h2>Lost events</h2>\n<table>\n<tr><th>layer</th><th>reason</th><th>count</th></tr>\n",
-    );
-    for ((layer, reason), n) in &m.lost {
-        page.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{n}</td></tr>\n",
-            html_escape(layer),
-            html_escape(reason)
-        ));
-    }
-    page.push_str("</table>\n");
-    let pictures = match pictures {
-        Ok(pictures) => pictures,
-        Err(why) => {
-            page.push_str(&format!("<p>{}</p>\n", html_escape(why)));
-            Vec::new()
-        }
-    };
-    if !pictures.is_empty() {
-        page.push_str(&format!(
-            "<h2>Heat maps (the last {} seconds)</h2>\n",
-            super::layers::HEATMAP_COLUMNS
-        ));
-    }
-    for map in pictures {
-        match map.svg() {
-            Ok(svg) => page.push_str(&format!("<div>{svg}</div>\n")),
-            Err(e) => page.push_str(&format!("<p>{}</p>\n", html_escape(&format!("{e:#}")))),
-        }
-    }
     page.push_str("</body></html>\n");
     page
+}
+
+/// A picture in a block of its own (`/#ID` goes to it).
+fn picture(id: &str, svg: Result<String>) -> String {
+    match svg {
+        Ok(svg) => format!("<div id=\"{id}\">{svg}</div>\n"),
+        Err(e) => format!("<p>{}</p>\n", html_escape(&format!("{e:#}"))),
+    }
+}
+
+/// The readahead layer's pages since the exporter started, and the share wasted.
+fn readahead_table(m: &Metrics) -> String {
+    let Some(pages) = m
+        .counters
+        .iter()
+        .find(|f| f.name == super::readahead::PAGES.0)
+    else {
+        return String::new();
+    };
+    let of = |state: &str| {
+        pages
+            .series
+            .iter()
+            .filter(|(labels, _)| labels.iter().any(|(k, v)| *k == "state" && v == state))
+            .map(|(_, n)| *n)
+            .sum::<u64>()
+    };
+    let (brought, used, wasted) = (of("brought_in"), of("used"), of("evicted_unused"));
+    let share = match brought {
+        0 => "-".to_string(),
+        b => format!("{:.1}%", wasted as f64 * 100.0 / b as f64),
+    };
+    format!(
+        "<h2>Readahead (since the exporter started)</h2>\n<table>\n\
+         <tr><th>pages brought in</th><th>used</th><th>evicted unused</th><th>wasted</th></tr>\n\
+         <tr><td>{brought}</td><td>{used}</td><td>{wasted}</td><td>{share}</td></tr>\n</table>\n"
+    )
 }

@@ -10,12 +10,16 @@ use crate::common::report::heatmap::HeatMap;
 use crate::common::report::hist::Unit;
 use crate::common::report::{HistogramReport, LabeledHistogram};
 use crate::common::run::filter::TaskFilter;
-use crate::common::run::{HistogramTool, Tool};
+use crate::common::run::{HistogramTool, IntervalTool, Tool};
 use crate::tools::biolat::{Biolat, BiolatOptions};
 use crate::tools::fnlat::{Fnlat, FnlatOptions};
+use crate::tools::iostack::picture::BreakdownPicture;
+use crate::tools::iostack::{Iostack, IostackOptions};
+use crate::tools::rastat::{Rastat, RastatOptions};
 use crate::tools::syslat::{Syslat, SyslatOptions};
 
 use super::series::{Labels, LayerState, Metrics};
+use super::{breakdown, readahead};
 
 /// The layers, as `--layers` names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -24,6 +28,10 @@ pub enum LayerName {
     Fs,
     Vfs,
     Syscall,
+    /// iostack's split of each I/O call's time, and the syscall latency of the same calls.
+    Breakdown,
+    /// rastat's readahead pages: brought in, used, evicted unused.
+    Readahead,
 }
 
 impl LayerName {
@@ -33,6 +41,8 @@ impl LayerName {
             LayerName::Fs => "fs",
             LayerName::Vfs => "vfs",
             LayerName::Syscall => "syscall",
+            LayerName::Breakdown => "breakdown",
+            LayerName::Readahead => "readahead",
         }
     }
 }
@@ -60,6 +70,18 @@ enum Source {
     Syscall {
         tool: Syslat,
     },
+    /// The iostack component: the breakdown's counters, and the syscall family of the same
+    /// calls from the same drain (so that an op's parts add up to its `_sum` at every scrape).
+    Breakdown {
+        tool: Box<Iostack>,
+        /// Its operations, each of whose series is there from the first scrape.
+        ops: Vec<String>,
+        per_cgroup: bool,
+    },
+    Readahead {
+        tool: Box<Rastat>,
+        per_cgroup: bool,
+    },
 }
 
 /// What the exporter was asked for, per layer.
@@ -77,13 +99,28 @@ pub struct Layers {
     sources: Vec<(LayerName, Source)>,
     states: Vec<(String, LayerState)>,
     disks: Vec<String>,
-    /// Per family, the heat map of its last intervals, shared with the `/` page (which copies
-    /// them when it is asked for, not every interval).
-    heatmaps: Pictures,
+    /// What the `/` page draws, shared with it (it copies them when it is asked for, not
+    /// every interval).
+    pictures: Pictures,
 }
 
-/// The families' heat maps, by family name.
-pub type Pictures = std::sync::Arc<std::sync::Mutex<Vec<(&'static str, HeatMap)>>>;
+/// What the `/` page draws of the last intervals.
+#[derive(Clone, Default)]
+pub struct Drawings {
+    /// Per family (by name), its heat map.
+    pub heatmaps: Vec<(&'static str, HeatMap)>,
+    /// The breakdown layer's: per operation, where the calls' time went, beside the calls'
+    /// heat map (iostack --svg's drawing).
+    pub breakdown: Option<BreakdownPicture>,
+}
+
+pub type Pictures = std::sync::Arc<std::sync::Mutex<Drawings>>;
+
+fn drawings(pictures: &Pictures) -> Result<std::sync::MutexGuard<'_, Drawings>> {
+    pictures
+        .lock()
+        .map_err(|_| anyhow::anyhow!("internal: the pictures' lock is poisoned"))
+}
 
 /// How many intervals (seconds) the `/` page's heat maps show.
 pub const HEATMAP_COLUMNS: usize = 300;
@@ -101,7 +138,7 @@ impl Layers {
             sources: Vec::new(),
             states: Vec::new(),
             disks: opts.disks.iter().map(|d| d.name.clone()).collect(),
-            heatmaps: Pictures::default(),
+            pictures: Pictures::default(),
         };
         let cgroups = CgroupOptions {
             filter: None,
@@ -177,6 +214,66 @@ impl Layers {
                         Err(e) => failed.push(format!("{e:#}")),
                     }
                 }
+                // The breakdown's programs time the same calls: one drain gives both.
+                // Its state is the breakdown's, filled in below.
+                LayerName::Syscall if asked.contains(&LayerName::Breakdown) => {
+                    let state = LayerState {
+                        up: false,
+                        detail: String::new(),
+                    };
+                    layers.states.push((layer.name().to_string(), state));
+                    continue;
+                }
+                LayerName::Breakdown => {
+                    let o = IostackOptions::new(
+                        tasks.clone(),
+                        match opts.disks.as_slice() {
+                            [one] => Some(one.clone()),
+                            _ => None,
+                        },
+                        None,
+                        false,
+                        opts.per_cgroup,
+                        None,
+                        UNIT,
+                    );
+                    match o.and_then(|o| {
+                        let ops = o.ops.iter().map(|op| op.label.clone()).collect();
+                        open_tool::<Iostack>(prober, &o).map(|t| (t, ops))
+                    }) {
+                        Ok(((tool, d), ops)) => {
+                            details.push(d);
+                            opened.push(Source::Breakdown {
+                                tool: Box::new(tool),
+                                ops,
+                                per_cgroup: opts.per_cgroup.is_some(),
+                            });
+                        }
+                        Err(e) => failed.push(format!("{e:#}")),
+                    }
+                }
+                LayerName::Readahead => {
+                    let o = RastatOptions {
+                        tasks: tasks.clone(),
+                        disk: match opts.disks.as_slice() {
+                            [one] => Some(one.clone()),
+                            _ => None,
+                        },
+                        per_file: None,
+                        per_cgroup: opts.per_cgroup,
+                        unit: UNIT,
+                    };
+                    match open_tool::<Rastat>(prober, &o) {
+                        Ok((tool, d)) => {
+                            details.push(d);
+                            opened.push(Source::Readahead {
+                                tool: Box::new(tool),
+                                per_cgroup: opts.per_cgroup.is_some(),
+                            });
+                        }
+                        Err(e) => failed.push(format!("{e:#}")),
+                    }
+                }
                 LayerName::Syscall => {
                     let o = crate::common::kernel::syscalls::select(&[], false).map(|ops| {
                         SyslatOptions {
@@ -208,16 +305,61 @@ impl Layers {
                 .sources
                 .extend(opened.into_iter().map(|s| (layer, s)));
         }
+        // The syscall layer, where the breakdown's programs serve it: up as the breakdown is.
+        let breakdown = layers
+            .states
+            .iter()
+            .find(|(l, _)| l == LayerName::Breakdown.name())
+            .map(|(_, s)| s.clone());
+        let syscall = layers
+            .states
+            .iter_mut()
+            .find(|(l, _)| l == LayerName::Syscall.name());
+        if let (Some(b), Some((_, state))) = (breakdown, syscall) {
+            *state = LayerState {
+                up: b.up,
+                detail: match b.up {
+                    true => "the breakdown's programs (iostack) time these calls: \
+                             iostack_syscall_latency_seconds comes from them, in the same \
+                             drain as iostack_call_seconds_total"
+                        .to_string(),
+                    false => format!("as the breakdown: {}", b.detail),
+                },
+            };
+        }
         layers
+    }
+
+    /// What the first scrape shows, before the first drain: the layers' states, and the
+    /// counters every series of which exists from the start at 0.
+    pub fn first_metrics(&self) -> Metrics {
+        let mut m = Metrics {
+            layers: self.states(),
+            ..Default::default()
+        };
+        for (_, source) in &self.sources {
+            match source {
+                Source::Breakdown {
+                    ops,
+                    per_cgroup: false,
+                    ..
+                } => breakdown::seed(&mut m, ops),
+                Source::Readahead {
+                    per_cgroup: false, ..
+                } => readahead::seed(&mut m),
+                _ => {}
+            }
+        }
+        m
     }
 
     pub fn states(&self) -> Vec<(String, LayerState)> {
         self.states.clone()
     }
 
-    /// The heat maps of the families exported, over their last intervals.
-    pub fn heatmaps(&self) -> Pictures {
-        self.heatmaps.clone()
+    /// What the `/` page draws, over the last intervals.
+    pub fn pictures(&self) -> Pictures {
+        self.pictures.clone()
     }
 
     /// Drains every layer into `m`: its histograms added to their series, its losses to the
@@ -252,11 +394,31 @@ impl Layers {
                     "VFS operation latency, by operation",
                     tool.collect()?,
                 ),
-                Source::Syscall { tool } => (
-                    "iostack_syscall_latency_seconds",
-                    "I/O system call latency, by operation",
-                    tool.collect()?,
-                ),
+                Source::Syscall { tool } => (SYSCALL_FAMILY.0, SYSCALL_FAMILY.1, tool.collect()?),
+                // Counters only: no histogram family, no heat map.
+                Source::Readahead { tool, .. } => {
+                    readahead::add_counters(m, &tool.collect()?);
+                    continue;
+                }
+                Source::Breakdown { tool, .. } => {
+                    let report = tool.collect()?;
+                    breakdown::add_counters(m, &report);
+                    drawings(&self.pictures)?
+                        .breakdown
+                        .get_or_insert_with(|| {
+                            BreakdownPicture::new(
+                                "I/O calls: where their time went, and their latency",
+                                UNIT,
+                                HEATMAP_COLUMNS,
+                            )
+                        })
+                        .push(&report);
+                    (
+                        SYSCALL_FAMILY.0,
+                        SYSCALL_FAMILY.1,
+                        breakdown::syscall_latency(report),
+                    )
+                }
             };
             // Every family fed gets a column every interval, events or not; a family fed by
             // several sources (fs: one per filesystem type) one column of all of them.
@@ -278,10 +440,8 @@ impl Layers {
             add_report(m, layer.name(), (name, help), report, &self.disks);
         }
         let time = crate::common::report::local_hms();
-        let mut maps = self
-            .heatmaps
-            .lock()
-            .map_err(|_| anyhow::anyhow!("internal: the heat maps' lock is poisoned"))?;
+        let mut drawings = drawings(&self.pictures)?;
+        let maps = &mut drawings.heatmaps;
         for ((family, help), histograms) in columns {
             let i = match maps.iter().position(|(f, _)| *f == family) {
                 Some(i) => i,
@@ -294,7 +454,7 @@ impl Layers {
             };
             maps[i].1.push(time.clone(), &histograms);
         }
-        drop(maps);
+        drop(drawings);
         // A disk that is gone has no /sys/block entry; a detached loop device keeps its
         // entry, with no size. Each disk named by a series is looked up once.
         let named: std::collections::BTreeSet<String> = m
@@ -340,6 +500,12 @@ fn fnlat_options(
         per_cgroup: opts.per_cgroup,
     })
 }
+
+/// The syscall family: syslat's, or the breakdown's programs' for the same calls.
+const SYSCALL_FAMILY: (&str, &str) = (
+    "iostack_syscall_latency_seconds",
+    "I/O system call latency, by operation",
+);
 
 /// The family of the queued block latency (a biolat report with both has `start=queued`).
 const QUEUE_FAMILY: (&str, &str) = (

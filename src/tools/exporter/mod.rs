@@ -3,9 +3,11 @@
 //! shows (cumulative histograms, losses, layers); `encode` writes the Prometheus text format;
 //! `http` serves it.
 
+pub mod breakdown;
 pub mod encode;
 pub mod http;
 pub mod layers;
+pub mod readahead;
 pub mod series;
 
 use std::sync::{Arc, Mutex};
@@ -15,7 +17,6 @@ use anyhow::{anyhow, Result};
 
 use crate::common::run::StopSignal;
 use layers::{LayerName, LayerOptions, Layers};
-use series::Metrics;
 
 pub const NAME: &str = "iostack-exporter";
 
@@ -78,13 +79,10 @@ pub fn run(opts: ExporterOptions) -> Result<()> {
     let server = http::bind(&opts.listen)?;
     let prober = crate::common::run::prepare(NAME, opts.verbose)?;
     let mut layers = Layers::open(&prober, &opts.layers, &opts.layer_options);
-    let metrics = Arc::new(Mutex::new(Metrics {
-        layers: layers.states(),
-        ..Default::default()
-    }));
+    let metrics = Arc::new(Mutex::new(layers.first_metrics()));
     let stop = StopSignal::install()?;
     let address = server.address();
-    let serving = http::serve(server, metrics.clone(), layers.heatmaps());
+    let serving = http::serve(server, metrics.clone(), layers.pictures());
     eprintln!("{NAME}: serving http://{address}/metrics... Hit Ctrl-C to end.");
     let mut next = Instant::now() + opts.interval;
     loop {

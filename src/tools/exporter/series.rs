@@ -97,6 +97,38 @@ impl HistogramFamily {
     }
 }
 
+/// What a counter's integer is: nanoseconds, shown in seconds, or a count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterUnit {
+    Nanoseconds,
+    Count,
+}
+
+/// One counter metric and its series, since the exporter started.
+#[derive(Clone, Debug)]
+pub struct CounterFamily {
+    /// Without `_total`, which the encoder adds: `iostack_call_seconds`.
+    pub name: &'static str,
+    pub help: &'static str,
+    pub unit: CounterUnit,
+    pub series: BTreeMap<Labels, u64>,
+}
+
+impl CounterFamily {
+    pub fn add(&mut self, labels: Labels, n: u64) {
+        *self.series.entry(labels).or_default() += n;
+    }
+
+    /// A series' value as exported: seconds for nanoseconds (exact to the nanosecond below
+    /// 2^53 ns, 104 days of one series' time), else the count.
+    pub fn value(&self, n: u64) -> f64 {
+        match self.unit {
+            CounterUnit::Nanoseconds => n as f64 / 1e9,
+            CounterUnit::Count => n as f64,
+        }
+    }
+}
+
 /// A layer as `/` and `iostack_layer_up` show it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayerState {
@@ -109,6 +141,8 @@ pub struct LayerState {
 #[derive(Clone, Debug, Default)]
 pub struct Metrics {
     pub histograms: Vec<HistogramFamily>,
+    /// The breakdown's and readahead's counters, in the order first added.
+    pub counters: Vec<CounterFamily>,
     /// `iostack_lost_events_total{layer, reason}`: the shared loss vocabulary.
     pub lost: BTreeMap<(String, String), u64>,
     /// By layer name, in the order of `--layers`.
@@ -131,6 +165,28 @@ impl Metrics {
             }
         };
         &mut self.histograms[i]
+    }
+
+    /// The counter family named `name`, created on first use.
+    pub fn counter(
+        &mut self,
+        name: &'static str,
+        help: &'static str,
+        unit: CounterUnit,
+    ) -> &mut CounterFamily {
+        let i = match self.counters.iter().position(|f| f.name == name) {
+            Some(i) => i,
+            None => {
+                self.counters.push(CounterFamily {
+                    name,
+                    help,
+                    unit,
+                    series: BTreeMap::new(),
+                });
+                self.counters.len() - 1
+            }
+        };
+        &mut self.counters[i]
     }
 
     pub fn add_lost(&mut self, layer: &str, reason: &str, n: u64) {

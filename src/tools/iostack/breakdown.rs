@@ -9,6 +9,8 @@ pub const PARTS: usize = 6;
 /// One part: its JSON name, its name in text, and its letter in the bar.
 pub struct Part {
     pub json: &'static str,
+    /// The exporter's `part` label.
+    pub metric: &'static str,
     pub text: &'static str,
     pub letter: char,
 }
@@ -16,31 +18,37 @@ pub struct Part {
 pub const PART_NAMES: [Part; PARTS] = [
     Part {
         json: "on_cpu_ns",
+        metric: "on_cpu",
         text: "on CPU",
         letter: 'C',
     },
     Part {
         json: "run_queue_ns",
+        metric: "run_queue",
         text: "run queue",
         letter: 'R',
     },
     Part {
         json: "io_queue_ns",
+        metric: "os_queue",
         text: "OS queue",
         letter: 'Q',
     },
     Part {
         json: "io_device_ns",
+        metric: "device",
         text: "device",
         letter: 'D',
     },
     Part {
         json: "others_io_ns",
+        metric: "others_io",
         text: "others' I/O",
         letter: 'O',
     },
     Part {
         json: "other_sleep_ns",
+        metric: "other_sleep",
         text: "other sleep",
         letter: 'S',
     },

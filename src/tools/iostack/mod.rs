@@ -21,7 +21,9 @@ use crate::common::block::request_map_entries;
 use crate::common::block::unseen::{DiskTally, UnseenIos};
 use crate::common::cgroup::{fill_task_cgroup_map, names::OTHER, per_cgroup_entries, CgroupNames};
 use crate::common::kernel::prober::Prober;
-use crate::common::kernel::syscalls::{self, fill_syscall_slots, TracedOp};
+use crate::common::kernel::syscalls::{
+    self, fill_syscall_slots, remember_other_processes, TracedOp,
+};
 use crate::common::load::events::EventQueue;
 use crate::common::load::maps::{
     drain_generation, drain_percpu_array, drain_percpu_hash, per_cpu_counts, HistogramCollector,
@@ -52,6 +54,7 @@ crate::bpf_skeleton!(
     layer_key,
     group_key,
     group_totals,
+    cgroup_totals,
     journey
 );
 use skel::{types, IostackSkel, IostackSkelBuilder};
@@ -181,7 +184,7 @@ pub struct Iostack {
     /// `--per-cgroup`: cgroup ids back to paths.
     cgroups: Option<CgroupNames>,
     /// `--svg`: the picture so far.
-    picture: Option<picture::BreakdownPicture>,
+    picture: Option<(std::path::PathBuf, picture::BreakdownPicture)>,
 }
 
 /// Every kind of loss iostack can report.
@@ -247,7 +250,10 @@ impl Tool for Iostack {
             cgroups: opts.per_cgroup.map(CgroupNames::new),
             picture: opts.svg.as_deref().map(|path| {
                 let title = crate::common::report::heatmap::command_line();
-                picture::BreakdownPicture::new(path, title, opts.unit)
+                (
+                    path.to_path_buf(),
+                    picture::BreakdownPicture::for_run(title, opts.unit),
+                )
             }),
         })
     }
@@ -279,13 +285,17 @@ fn load(
                 4096
             };
             open.maps.events.set_max_entries(ring)?;
-            let groups = match (opts.per_process, opts.per_cgroup) {
-                _ if opts.slow_ns.is_some() => 1,
-                (true, _) => PROC_ENTRIES,
-                (false, Some(_)) => per_cgroup_entries(opts.ops.len() as u32),
-                (false, None) => 1,
+            let reports = opts.slow_ns.is_none();
+            let processes = match reports && opts.per_process {
+                true => PROC_ENTRIES,
+                false => 1,
             };
-            open.maps.group_totals.set_max_entries(groups)?;
+            open.maps.group_totals.set_max_entries(processes)?;
+            let cgroups = match (reports && !opts.per_process, opts.per_cgroup) {
+                (true, Some(_)) => per_cgroup_entries(opts.ops.len() as u32),
+                _ => 1,
+            };
+            open.maps.cgroup_totals.set_max_entries(cgroups)?;
             if plan.stamps == crate::common::block::Stamps::Ours {
                 open.maps.starts.set_max_entries(request_map_entries())?;
             } else {
@@ -296,6 +306,8 @@ fn load(
             rodata.unit_ns = opts.unit.ns();
             rodata.unit_lg = opts.unit.lg();
             fill_syscall_slots(&mut rodata.sys_slot, &opts.ops)?;
+            rodata.remember_others =
+                remember_other_processes(&plan.plan, opts.tasks.tgid, per_task);
             copy_struct("task_filter", &mut rodata.task_filter, &opts.tasks.to_bpf())?;
             fill_task_cgroup_map(&mut open.maps.task_cgroup, opts.tasks.cgroup.as_ref())?;
             copy_struct("rq_bits", &mut rodata.rq_bits, &plan.accounted)?;
@@ -373,9 +385,33 @@ fn add_group_totals(sum: &mut types::group_totals, one: &types::group_totals) {
     for i in 0..PARTS {
         sum.parts[i] += one.parts[i];
     }
+    sum.via_waker_ns += one.via_waker_ns;
     sum.ios += one.ios;
     if sum.comm[0] == 0 {
         sum.comm = one.comm;
+    }
+}
+
+fn add_cgroup_totals(sum: &mut types::cgroup_totals, one: &types::cgroup_totals) {
+    add_group_totals(&mut sum.t, &one.t);
+    let mut raw = raw_hist(&sum.latency);
+    raw.add(&raw_hist(&one.latency));
+    sum.latency = types::hist {
+        count: raw.count,
+        sum_ns: raw.sum_ns,
+        max_ns: raw.max_ns,
+        slots: raw.slots,
+        fine: raw.fine,
+    };
+}
+
+fn raw_hist(h: &types::hist) -> RawHist {
+    RawHist {
+        count: h.count,
+        sum_ns: h.sum_ns,
+        max_ns: h.max_ns,
+        slots: h.slots,
+        fine: h.fine,
     }
 }
 
@@ -421,7 +457,7 @@ impl Iostack {
     /// its cgroups' rows: nothing is lost). By cgroup, then in the table's order of operations.
     fn cgroup_rows(
         &mut self,
-        drained: Vec<(Vec<u8>, types::group_totals)>,
+        drained: Vec<(Vec<u8>, types::cgroup_totals)>,
         ops: &[OpReport],
     ) -> Result<Vec<CgroupRow>> {
         let names = self
@@ -429,8 +465,9 @@ impl Iostack {
             .as_mut()
             .context("internal: --per-cgroup without cgroup names")?;
         let mut rows = Vec::new();
-        for (key_bytes, t) in drained {
+        for (key_bytes, c) in drained {
             let key = group_key(&key_bytes)?;
+            let t = c.t;
             rows.push(CgroupRow {
                 cgroup: names.name(key.id),
                 op: self.opts.op_name(key.op),
@@ -439,21 +476,26 @@ impl Iostack {
                 ios: t.ios,
                 breakdown: Breakdown {
                     parts: t.parts,
-                    via_waker_ns: 0,
+                    via_waker_ns: t.via_waker_ns,
                 },
+                latency: raw_hist(&c.latency).into(),
             });
         }
         for op in ops {
+            let latency = op
+                .layers
+                .iter()
+                .find(|(l, _)| *l == Layer::Syscall)
+                .map(|(_, h)| h.clone())
+                .unwrap_or_default();
             let mut other = CgroupRow {
                 cgroup: OTHER.to_string(),
                 op: op.op.clone(),
                 calls: op.calls,
                 max_ns: None,
                 ios: op.ios,
-                breakdown: Breakdown {
-                    parts: op.breakdown.parts,
-                    via_waker_ns: 0,
-                },
+                breakdown: op.breakdown,
+                latency,
             };
             for r in rows.iter().filter(|r| r.op == op.op) {
                 other.calls = other.calls.saturating_sub(r.calls);
@@ -461,6 +503,11 @@ impl Iostack {
                 for (o, p) in other.breakdown.parts.iter_mut().zip(r.breakdown.parts) {
                     *o = o.saturating_sub(p);
                 }
+                other.breakdown.via_waker_ns = other
+                    .breakdown
+                    .via_waker_ns
+                    .saturating_sub(r.breakdown.via_waker_ns);
+                other.latency.remove(&r.latency);
             }
             if other.calls > 0 {
                 rows.push(other);
@@ -490,7 +537,7 @@ impl Iostack {
                 ios: t.ios,
                 breakdown: Breakdown {
                     parts: t.parts,
-                    via_waker_ns: 0,
+                    via_waker_ns: t.via_waker_ns,
                 },
             });
         }
@@ -546,12 +593,21 @@ impl IntervalTool for Iostack {
             |h| h.count > 0,
         )?;
         let fs_hists = drain_generation(&maps.fs_hists, gen)?;
-        let groups = match self.opts.per_process || self.opts.per_cgroup.is_some() {
+        let processes = match self.opts.per_process {
             true => Some(drain_percpu_hash(
                 &maps.group_totals,
                 gen,
                 types::group_totals::default(),
                 add_group_totals,
+            )?),
+            false => None,
+        };
+        let cgroups = match !self.opts.per_process && self.opts.per_cgroup.is_some() {
+            true => Some(drain_percpu_hash(
+                &maps.cgroup_totals,
+                gen,
+                types::cgroup_totals::default(),
+                add_cgroup_totals,
             )?),
             false => None,
         };
@@ -596,10 +652,13 @@ impl IntervalTool for Iostack {
         }
         let order = |o: &OpReport| self.opts.ops.iter().position(|x| x.label == o.op);
         ops.sort_by_key(order);
-        let (processes, cgroups) = match (groups, self.opts.per_process) {
-            (Some(g), true) => (Some(self.processes(g)?), None),
-            (Some(g), false) => (None, Some(self.cgroup_rows(g, &ops)?)),
-            (None, _) => (None, None),
+        let processes = match processes {
+            Some(g) => Some(self.processes(g)?),
+            None => None,
+        };
+        let cgroups = match cgroups {
+            Some(g) => Some(self.cgroup_rows(g, &ops)?),
+            None => None,
         };
         let unwaited = self.new_unwaited()?;
         let accounted = self.accounted()?;
@@ -618,10 +677,10 @@ impl IntervalTool for Iostack {
             losses,
             accounted,
         };
-        if let Some(picture) = &mut self.picture {
+        if let Some((path, picture)) = &mut self.picture {
             picture.push(&report);
-            let written = picture.write();
-            crate::common::report::heatmap::warn_unwritten(NAME, "--svg", picture.path(), written);
+            let written = picture.write(path);
+            crate::common::report::heatmap::warn_unwritten(NAME, "--svg", path, written);
         }
         Ok(report)
     }

@@ -6,7 +6,7 @@
 //! halfway: on a linear scale of time per call the free half's columns were invisible).
 //! Rewritten atomically after every interval.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
 use plotters::prelude::*;
@@ -33,9 +33,9 @@ const PARTS_LEGEND_WIDTH: u32 = 130;
 /// The least height of an operation's row (the stacked columns need room).
 const MIN_ROW_HEIGHT: u32 = 220;
 
-/// The breakdown picture of a run so far.
+/// The breakdown picture of a run so far (iostack --svg's file; the exporter's page, live).
+#[derive(Clone)]
 pub struct BreakdownPicture {
-    path: PathBuf,
     /// The calls' latency, a panel per operation (`op` label).
     heat: HeatMap,
     /// Per operation in first-seen order: per column, where its calls' time went (None: no
@@ -44,15 +44,20 @@ pub struct BreakdownPicture {
 }
 
 impl BreakdownPicture {
-    pub fn new(path: &Path, title: impl Into<String>, unit: Unit) -> BreakdownPicture {
+    /// Keeping the last `columns` intervals.
+    pub fn new(title: impl Into<String>, unit: Unit, columns: usize) -> BreakdownPicture {
         BreakdownPicture {
-            path: path.to_path_buf(),
-            heat: HeatMap::new(title, unit).with_max_columns(RUN_COLUMNS),
+            heat: HeatMap::new(title, unit).with_max_columns(columns),
             ops: Vec::new(),
         }
     }
 
-    /// Adds an interval's report as the next column (keeping the last `RUN_COLUMNS`).
+    /// iostack --svg's: the run's last `RUN_COLUMNS` intervals.
+    pub fn for_run(title: impl Into<String>, unit: Unit) -> BreakdownPicture {
+        BreakdownPicture::new(title, unit, RUN_COLUMNS)
+    }
+
+    /// Adds an interval's report as the next column (keeping the last columns asked for).
     pub fn push(&mut self, report: &IostackReport) {
         use crate::common::run::Render as _;
         let calls = report.heat().map(|h| h.histograms).unwrap_or_default();
@@ -114,13 +119,9 @@ impl BreakdownPicture {
         Ok(svg)
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Writes the picture to its file, atomically.
-    pub fn write(&self) -> Result<()> {
-        heatmap::write_atomically(&self.path, &self.svg()?)
+    /// Writes the picture to `path`, atomically.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        heatmap::write_atomically(path, &self.svg()?)
     }
 
     /// Operation `i`'s stacked columns of shares.
@@ -240,7 +241,7 @@ mod tests {
 
     #[test]
     fn each_column_stacks_the_shares_of_its_intervals_calls_and_they_add_up_to_all() {
-        let mut picture = BreakdownPicture::new(Path::new("/dev/null"), "iostack", Unit::Usecs);
+        let mut picture = BreakdownPicture::for_run("iostack", Unit::Usecs);
         // 4 reads of 100 ms: 1 ms on CPU, 99 ms in the OS queue.
         picture.push(&report(
             "10:00:01",

@@ -70,6 +70,9 @@ pub struct CgroupRow {
     pub max_ns: Option<u64>,
     pub ios: u64,
     pub breakdown: Breakdown,
+    /// The calls' latency (the exporter's per-cgroup syscall family): its sum is the
+    /// breakdown's total.
+    pub latency: LatencyHistogram,
 }
 
 /// A layer this kernel cannot trace, and why.

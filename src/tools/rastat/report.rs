@@ -110,6 +110,18 @@ impl Counts {
         self.windows.iter().sum()
     }
 
+    /// What is left of these counts once `part`'s are taken out (saturating).
+    pub fn less(&self, part: &Counts) -> Counts {
+        Counts {
+            windows: std::array::from_fn(|k| self.windows[k].saturating_sub(part.windows[k])),
+            brought: self.brought.saturating_sub(part.brought),
+            used: self.used.saturating_sub(part.used),
+            wasted: self.wasted.saturating_sub(part.wasted),
+            resident_unused: self.resident_unused.saturating_sub(part.resident_unused),
+            twice: self.twice.saturating_sub(part.twice),
+        }
+    }
+
     /// Worth a row: something happened, or pages are still waiting.
     pub fn active(&self) -> bool {
         self.windows_total() + self.brought + self.used + self.wasted + self.resident_unused > 0
@@ -180,6 +192,13 @@ struct JsonProcess<'a> {
 }
 
 #[derive(Serialize)]
+struct JsonCgroup<'a> {
+    cgroup: &'a str,
+    #[serde(flatten)]
+    counts: JsonCounts,
+}
+
+#[derive(Serialize)]
 struct JsonFile<'a> {
     path: &'a str,
     dev: String,
@@ -201,6 +220,8 @@ struct JsonReport<'a> {
     age_at_first_use: serde_json::Map<String, Value>,
     processes: Vec<JsonProcess<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    cgroups: Option<Vec<JsonCgroup<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     files: Option<Vec<JsonFile<'a>>>,
     drops: serde_json::Map<String, Value>,
 }
@@ -208,6 +229,13 @@ struct JsonReport<'a> {
 pub struct ProcessRow {
     pub pid: u32,
     pub comm: String,
+    pub counts: Counts,
+}
+
+/// --per-cgroup: one cgroup's windows and pages (`other`: those of cgroups the map had no room
+/// for, the totals less the rows).
+pub struct CgroupRow {
+    pub cgroup: String,
     pub counts: Counts,
 }
 
@@ -228,6 +256,8 @@ pub struct RastatReport {
     /// Age at first use: read, mapped.
     pub ages: [LatencyHistogram; 2],
     pub processes: Vec<ProcessRow>,
+    /// With --per-cgroup: every cgroup with something to show, by path.
+    pub cgroups: Option<Vec<CgroupRow>>,
     /// With --per-file.
     pub files: Option<Vec<FileRow>>,
     /// New since the last report: windows whose thread state could not be stored, pages not
@@ -251,7 +281,27 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
-const LOSS_TEXTS: [(&str, &str); 4] = [
+/// A table of counts, each row ending with its name (a cgroup, a file).
+fn named_rows<'a>(what: &str, rows: impl Iterator<Item = (&'a Counts, &'a str)>) -> String {
+    let mut out = format!(
+        "\n{:>8} {:>10} {:>10} {:>10} {:>10}  {what}\n",
+        "WINDOWS", "BROUGHT", "USED", "WASTED", "UNUSED"
+    );
+    for (c, name) in rows {
+        let _ = writeln!(
+            out,
+            "{:>8} {:>10} {:>10} {:>10} {:>10}  {name}",
+            c.windows_total(),
+            c.brought,
+            c.used,
+            c.wasted,
+            c.resident_unused
+        );
+    }
+    out
+}
+
+pub const LOSS_TEXTS: [(&str, &str); 4] = [
     (
         "thread_full",
         "readahead decisions not followed: no room for another thread's state",
@@ -334,25 +384,15 @@ impl RastatReport {
                 );
             }
         }
+        if let Some(cgroups) = &self.cgroups {
+            let rows = cgroups.iter().map(|g| (&g.counts, g.cgroup.as_str()));
+            out.push_str(&named_rows("CGROUP", rows));
+        }
         if let Some(files) = &self.files {
-            let _ = writeln!(
-                out,
-                "\n{:>8} {:>10} {:>10} {:>10} {:>10}  FILE",
-                "WINDOWS", "BROUGHT", "USED", "WASTED", "UNUSED"
-            );
-            for f in files {
-                let c = &f.counts;
-                let _ = writeln!(
-                    out,
-                    "{:>8} {:>10} {:>10} {:>10} {:>10}  {}",
-                    c.windows_total(),
-                    c.brought,
-                    c.used,
-                    c.wasted,
-                    c.resident_unused,
-                    f.path
-                );
-            }
+            out.push_str(&named_rows(
+                "FILE",
+                files.iter().map(|f| (&f.counts, f.path.as_str())),
+            ));
         }
         for (i, (_, why)) in LOSS_TEXTS.iter().enumerate() {
             if self.losses[i] > 0 {
@@ -415,6 +455,14 @@ impl RastatReport {
                     counts: p.counts.json(self.page_size),
                 })
                 .collect(),
+            cgroups: self.cgroups.as_ref().map(|rows| {
+                rows.iter()
+                    .map(|g| JsonCgroup {
+                        cgroup: &g.cgroup,
+                        counts: g.counts.json(self.page_size),
+                    })
+                    .collect()
+            }),
             files: self.files.as_ref().map(|files| {
                 files
                     .iter()

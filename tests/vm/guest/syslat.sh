@@ -36,6 +36,26 @@ else
   na tracepoint "no syscall tracepoints in tracefs"
 fi
 
+# --- -p and other processes' dead threads ----------------------------------------------------
+# With -p, the syscall programs remember other processes' threads by their kernel stacks
+# (lib/other_processes.bpf.h): 200 threads the workload starts one after another, while
+# short-lived processes making the same calls come and go, must each be counted; and -p must
+# keep the per-thread state of the kernel's best path (the memory's code is verified only with -p).
+
+tool_run explain_p --explain -p $$
+starts=$(awk '$1 == "starts" { print $2 "-" $3; exit }' "$(out_of explain)")
+starts_p=$(awk '$1 == "starts" { print $2 "-" $3; exit }' "$(out_of explain_p)")
+if [ "$starts_p" = "$starts" ]; then
+  pass per-thread-state-with-p "$starts_p, as without -p"
+else
+  fail per-thread-state-with-p "-p: $starts_p, without: $starts: $(grep '^  starts' "$(out_of explain_p)")"
+fi
+(while :; do dd if=/dev/zero of=/dev/null bs=1 count=5 2>/dev/null; done) &
+noise=$!
+traced_by "$workload" threads 10 0 0 0 0 0 0 200 -- && expect_counts threads-on-reused-stacks threads "read=210"
+kill "$noise" 2>/dev/null
+wait "$noise" 2>/dev/null
+
 # --- only failures ------------------------------------------------------------------------
 
 traced_by "$workload" failed 50 40 2 5 7 -- -x && expect_counts failed-only failed "read=7"
