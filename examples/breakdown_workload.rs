@@ -16,9 +16,14 @@
 //!   TCG on 6.12, 2026-11-25).
 //! - `--cgroup DIR`: the process moves into that cgroup (its `cgroup.procs`) first, e.g. one
 //!   whose blkio throttle slows PATH's disk.
-//! - `--spin`: a thread spins on the reader's CPU (both pinned to it), and the reader runs at
-//!   nice 10, so that after each wakeup it waits for the spinner's turn to end rather than
-//!   preempt it.
+//! - `--spin`: a thread on the reader's CPU (both pinned to it) takes it in turns of 3 ms
+//!   spinning and 1 ms asleep, as a real-time thread (SCHED_FIFO), so that a wakeup of the
+//!   reader in a turn waits for the turn to end whatever the fair scheduler would decide; the
+//!   reader runs at nice -10, so that it waits for little else on that CPU. (Beside a spinner
+//!   of the fair class the wait was the scheduler's choice: a spinner at nice -10 and a reader
+//!   at 0 made it wait 92-114 us in all over 20 wakeups, three runs running on a fresh CI host,
+//!   2026-11-27, and several ms on others; a reader at nice 10 waited 3.9 ms for CI's VMs, at
+//!   nice 10 too, before the first figures were read.)
 //!
 //! The reads are made by one thread. It prints `ready <pid> <reader tid>`, waits for SIGUSR1 (so
 //! the tracer can attach first), then lets the reader make its N reads, and prints the kernel's
@@ -35,10 +40,10 @@
 //! it has made its last read, the spinner stopped while it waits for its last request (the
 //! disk's count of reads done tells which it waits for). So the count starts inside its calls,
 //! and no wait for a CPU outside them is in the kernel's figures and not in a tracer's: not
-//! after the wakeup that starts the reader, and not on its way out of its last read (at nice
-//! 10 the reader is past its slice there, and the kernel counts a spinner's whole turn before it
-//! returns to user space, after the call: 42 ms of it seen under TCG on 6.1 and 5.10,
-//! 2026-11-25, when the reader stopped the spinner itself after its last read).
+//! after the wakeup that starts the reader, and not on its way out of its last read (where a
+//! spinner's turn would be counted by the kernel and not by a tracer of the call: 42 ms of it
+//! seen under TCG on 6.1 and 5.10, 2026-11-25, when the reader stopped the spinner itself after
+//! its last read).
 
 use std::ffi::CString;
 use std::io::Write;
@@ -67,6 +72,32 @@ fn pin_to(cpu: usize) {
                 std::io::Error::last_os_error()
             ));
         }
+    }
+}
+
+/// A thread at nice -10 that wakes without preempting (SCHED_BATCH: the scheduler checks for
+/// wakeup preemption by SCHED_NORMAL threads only, on every kernel since 2.6), or again one that
+/// preempts (SCHED_NORMAL). Beside a spinner at nice 0, a batch thread waits after each wakeup
+/// for the tick that ends the spinner's turn, and is then the one picked (before anything at
+/// nice 0 or above); outside the spinner's span it preempts, so that it waits for no other
+/// thread of the machine where the kernel's figures do not see it.
+fn set_waking(tid: libc::pid_t, preempts: bool) {
+    let policy = if preempts {
+        libc::SCHED_OTHER
+    } else {
+        libc::SCHED_BATCH
+    };
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler and setpriority on one of our threads with valid parameters.
+    let set = unsafe {
+        libc::sched_setscheduler(tid, policy, &param) == 0
+            && libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, -10) == 0
+    };
+    if !set {
+        die(format!(
+            "sched_setscheduler/setpriority of thread {tid}: {} (run as root)",
+            std::io::Error::last_os_error()
+        ));
     }
 }
 
@@ -333,8 +364,7 @@ fn main() {
         thread::spawn(move || {
             if spin {
                 pin_to(0);
-                // SAFETY: setpriority on the calling thread (who 0).
-                unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
+                set_waking(0, true);
             }
             // With --spin (the agreement with the kernel's accounting), one wait for I/O before
             // the tracer starts: the kernel's delay accounting of a thread's very first I/O
@@ -407,6 +437,7 @@ fn main() {
         (accounting(pid, reader_tid), 0)
     };
     if spin {
+        set_waking(reader_tid as libc::pid_t, false);
         spin_start.wait();
     }
     let mut slept = 0;
@@ -426,6 +457,7 @@ fn main() {
             (disk_reads(path) >= last || finished.load(Ordering::Relaxed)).then_some(())
         });
         stop.store(true, Ordering::Relaxed);
+        set_waking(reader_tid as libc::pid_t, true);
     }
     done.wait();
     let after = accounting(pid, reader_tid);

@@ -260,7 +260,18 @@ fn run_queue_and_io_waits_agree_with_the_kernels_own_accounting() {
     let events = kernel["timeslices"];
     let runq = part(&read, "run_queue_ns");
     let run_delay = kernel["run_delay_ns"];
-    assert!(runq > 0, "the reader waited for a CPU: {read}");
+    // The real-time spinner's turns make the reader wait (about 20 ms, 3 ms at most a wakeup):
+    // a run in which the kernel saw it wait less than a millisecond shows no agreement on a wait.
+    // (A spinner of the fair class left it to the scheduler: 92-114 us in all, three runs running,
+    // on a fresh CI host, 2026-11-27.)
+    assert!(
+        run_delay >= 1_000_000,
+        "the spinner made the reader wait for a CPU only {run_delay} ns, the kernel says: {kernel:?}"
+    );
+    assert!(
+        runq > 0,
+        "the reader waited for a CPU ({run_delay} ns, the kernel says): {read}"
+    );
     assert!(
         runq.abs_diff(run_delay) <= events * per_event + one_stop,
         "run queue {runq} ns vs the kernel's run_delay {run_delay} ns, over {events} timeslices: {read}"
@@ -291,7 +302,12 @@ fn slow_prints_the_journey_of_a_throttled_read_with_its_block_io() {
     let (code, out, err) = tool.interrupt();
     assert_eq!(code, 0, "{err}");
     let lines = json_lines(&out);
-    let (summary, journeys) = lines.split_last().expect("a summary");
+    let (summary, events) = lines.split_last().expect("a summary");
+    // A loss is reported in-band where it happens: the machine's own disk's completions the
+    // kernel ran no program for (`{"disk":"vda","lost":2,"reason":"unseen"}`, CI run 31,
+    // 2026-11-27) are not journeys.
+    let journeys: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e.get("lost").is_none()).collect();
     assert_eq!(summary["summary"]["events"], journeys.len(), "{out}");
     // The throttle lets the first read through at once: the others wait about 50 ms each.
     assert!(!journeys.is_empty() && journeys.len() <= 3, "{out}");
