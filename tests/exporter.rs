@@ -496,13 +496,18 @@ fn evict(path: &str) {
 
 /// A 16 MiB file of random bytes (4096 pages) at `path`, out of the page cache.
 fn evicted_file(path: &str) {
+    evicted_file_of(path, 16);
+}
+
+/// A file of `mib` MiB of random bytes at `path`, out of the page cache.
+fn evicted_file_of(path: &str, mib: u64) {
     run_ok(
         "dd",
         &[
             "if=/dev/urandom",
             &format!("of={path}"),
             "bs=1M",
-            "count=16",
+            &format!("count={mib}"),
             "conv=fsync",
             "status=none",
         ],
@@ -594,6 +599,35 @@ fn readahead_pages_are_counted_exactly_brought_in_used_and_wasted() {
             "iostack_lost_events_total{layer=\"readahead\",reason=\"untracked\"}"
         ),
         0,
+        "{m}"
+    );
+    let (code, _, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn a_file_read_through_whose_pages_fill_more_than_one_batch_of_the_page_map_is_counted_whole() {
+    let _g = serial();
+    require_root();
+    // 192 MiB: 49152 pages in 1536 chunks of 32, more than the 1024 a batch of the chunk map
+    // reads at once. (libbpf-rs's batch iterator ends at the first short batch, and the kernel
+    // returns short batches before the end: the walk counted 1023 chunks or so of them.)
+    let fs = Mounted::new("ext4", 256);
+    let file = fs.file("data");
+    evicted_file_of(&file, 192);
+    let (tool, port) = exporter(None, &["--layers", "readahead", "-d", &fs.dev.name]);
+    Helper::start("ra_reader", &[&file, "seq"]).run();
+    two_intervals();
+    let m = http_get(port, "/metrics");
+    let pages = |state: &str| {
+        count_of(
+            &m,
+            &format!("iostack_readahead_pages_total{{state=\"{state}\"}}"),
+        )
+    };
+    assert_eq!(
+        ["brought_in", "used", "evicted_unused"].map(pages),
+        [49152, 49152, 0],
         "{m}"
     );
     let (code, _, err) = tool.interrupt();

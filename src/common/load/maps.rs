@@ -211,6 +211,96 @@ pub fn drain_generation<M: MapCore>(map: &M, gen: u32) -> Result<Vec<(Vec<u8>, L
         .collect())
 }
 
+/// Every entry of a hash map (not per-CPU), read `batch` at a time (one system call each) and
+/// handed to `f` as key and value bytes, in the kernel's bucket order; `f` may delete what it
+/// was handed (the walk's cursor is a bucket index, already past it). libbpf-rs's
+/// `lookup_batch` iterator ends at the first batch shorter than asked for, and the kernel
+/// returns one wherever the next bucket does not fit in what is left of it, not only at the end
+/// of the map: rastat's walk of its chunks read the first thousand or so and no more. The walk
+/// here ends when the kernel says the map has no more (ENOENT).
+pub fn for_each_hash_entry<M: MapCore>(
+    map: &M,
+    batch: u32,
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
+) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let (key_size, value_size) = (map.key_size() as usize, map.value_size() as usize);
+    let mut batch = batch.max(1);
+    let mut keys = vec![0u8; key_size * batch as usize];
+    let mut values = vec![0u8; value_size * batch as usize];
+    // The kernel's cursor for a hash map: a u32 bucket index.
+    let (mut cursor, mut next) = (0u64, 0u64);
+    let mut started = false;
+    let opts = libbpf_sys::bpf_map_batch_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
+        elem_flags: 0,
+        flags: 0,
+    };
+    loop {
+        let mut count = batch;
+        let in_batch: *mut u64 = if started {
+            &mut cursor
+        } else {
+            std::ptr::null_mut()
+        };
+        // SAFETY: the buffers hold `batch` keys and values of the map's sizes, and the cursors
+        // 8 bytes, more than the kernel's 4.
+        let ret = unsafe {
+            libbpf_sys::bpf_map_lookup_batch(
+                map.as_fd().as_raw_fd(),
+                in_batch.cast(),
+                (&mut next as *mut u64).cast(),
+                keys.as_mut_ptr().cast(),
+                values.as_mut_ptr().cast(),
+                &mut count,
+                &opts,
+            )
+        };
+        let last = match -ret {
+            0 => false,
+            libc::ENOENT => true,
+            libc::EINTR => continue,
+            // A bucket with more entries than a batch holds: a larger batch.
+            libc::ENOSPC if count == 0 => {
+                batch *= 2;
+                keys.resize(key_size * batch as usize, 0);
+                values.resize(value_size * batch as usize, 0);
+                continue;
+            }
+            e => {
+                return Err(std::io::Error::from_raw_os_error(e)).with_context(|| {
+                    format!(
+                        "reading the map {} in batches",
+                        map.name().to_string_lossy()
+                    )
+                })
+            }
+        };
+        for i in 0..count as usize {
+            f(
+                &keys[i * key_size..(i + 1) * key_size],
+                &values[i * value_size..(i + 1) * value_size],
+            )?;
+        }
+        if last {
+            return Ok(());
+        }
+        cursor = next;
+        started = true;
+    }
+}
+
+/// Every entry of a hash map (not per-CPU), as owned key and value bytes (see
+/// `for_each_hash_entry`).
+pub fn hash_entries<M: MapCore>(map: &M) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut out = Vec::new();
+    for_each_hash_entry(map, 1024, |k, v| {
+        out.push((k.to_vec(), v.to_vec()));
+        Ok(())
+    })?;
+    Ok(out)
+}
+
 /// A per-CPU hash of `__u32` keys and `__u64` counters, summed over CPUs (e.g. `io_seen`).
 pub fn per_cpu_counts<M: MapCore>(map: &M) -> Result<HashMap<u32, u64>> {
     let mut out = HashMap::new();

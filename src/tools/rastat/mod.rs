@@ -10,12 +10,14 @@ pub mod report;
 use std::collections::HashMap;
 
 use anyhow::{anyhow, Result};
-use libbpf_rs::{MapCore, MapFlags};
+use libbpf_rs::MapCore;
 
 use crate::common::block::disk::DiskFilter;
 use crate::common::cgroup::names::{CgroupNames, OTHER, PER_CGROUP_ROOM};
 use crate::common::kernel::prober::Prober;
-use crate::common::load::maps::{drain_array_generation, HistogramCollector};
+use crate::common::load::maps::{
+    drain_array_generation, for_each_hash_entry, hash_entries, HistogramCollector,
+};
 use crate::common::load::{
     c_str, copy_struct, load_planned, load_with_thread_state, mapped, thread_state_maps, Loaded,
 };
@@ -240,19 +242,17 @@ fn add_pair(to: &mut (u64, u64), used: u64, unused: u64) {
 impl Rastat {
     /// What the chunks hold now. Chunks whose pages have all left the page cache stay in the map
     /// (the kernel side never deletes one: see evict_chunk); once the map was three quarters
-    /// full at the last pass, this pass removes them as it meets them. (It collected their keys
-    /// on every pass before: up to 12,000 small allocations a second while the map filled, the
-    /// likeliest part of the exporter's VmRSS growth over the first 16 minutes of an hour's
-    /// soak, 1548 kB, flat after, 2026-11-27.) A hash map's batches walk its buckets in order,
-    /// so deleting what a batch returned leaves the walk's place as it was.
+    /// full at the last pass, this pass removes them as it meets them, with no list of them
+    /// kept (it collected their keys on every pass before), and no allocation per chunk.
     fn resident(&mut self) -> Result<Resident> {
         let mut r = Resident::default();
         let chunks = &self.loaded.skel.maps.chunks;
         let clean = self.chunks_held * 4 >= self.chunk_entries as usize * 3;
+        let (per_cgroup, per_file) = (self.opts.per_cgroup.is_some(), self.opts.per_file.is_some());
         let mut held = 0usize;
-        for (key, bytes) in chunks.lookup_batch(1024, MapFlags::ANY, MapFlags::ANY)? {
-            let mut ch = types::ra_chunk::default();
-            plain::copy_from_bytes(&mut ch, &bytes)
+        let mut ch = types::ra_chunk::default();
+        for_each_hash_entry(chunks, 1024, |key, bytes| {
+            plain::copy_from_bytes(&mut ch, bytes)
                 .map_err(|e| anyhow!("bad chunk value: {e:?}"))?;
             let used = ch.state.iter().filter(|&&s| s == 2).count() as u64;
             let unused = ch.state.iter().filter(|&&s| s == 1).count() as u64;
@@ -260,21 +260,22 @@ impl Rastat {
                 // A page added to the chunk in the instant it is removed is lost (and can land
                 // in the chunk that reuses the element): rare, and only with the map three
                 // quarters full. An error is a chunk gone already.
-                if !clean || chunks.delete(&key).is_err() {
+                if !clean || chunks.delete(key).is_err() {
                     held += 1;
                 }
-                continue;
+                return Ok(());
             }
             held += 1;
             add_pair(&mut r.total, used, unused);
             add_pair(r.procs.entry(ch.tgid).or_default(), used, unused);
-            if self.opts.per_cgroup.is_some() {
+            if per_cgroup {
                 add_pair(r.cgroups.entry(ch.cgroup).or_default(), used, unused);
             }
-            if self.opts.per_file.is_some() {
+            if per_file {
                 add_pair(r.files.entry((ch.dev, ch.ino)).or_default(), used, unused);
             }
-        }
+            Ok(())
+        })?;
         self.chunks_held = held;
         Ok(r)
     }
@@ -347,10 +348,7 @@ impl IntervalTool for Rastat {
 
         let mut processes = Vec::new();
         let mut gone = Vec::new();
-        for (key, bytes) in maps
-            .procs
-            .lookup_batch(1024, MapFlags::ANY, MapFlags::ANY)?
-        {
+        for (key, bytes) in hash_entries(&maps.procs)? {
             let tgid = u32::from_ne_bytes(key[..4].try_into()?);
             if !process_exists(tgid) {
                 gone.push(key.clone());
@@ -381,10 +379,7 @@ impl IntervalTool for Rastat {
         let mut files = Vec::new();
         if let Some(top) = self.opts.per_file {
             let mounts = paths::Mounts::load();
-            for (key, bytes) in maps
-                .files
-                .lookup_batch(1024, MapFlags::ANY, MapFlags::ANY)?
-            {
+            for (key, bytes) in hash_entries(&maps.files)? {
                 let mut k = types::ra_file_key::default();
                 plain::copy_from_bytes(&mut k, &key).map_err(|e| anyhow!("bad file key: {e:?}"))?;
                 let mut f = types::ra_file::default();
@@ -458,13 +453,7 @@ impl Rastat {
             .as_mut()
             .ok_or_else(|| anyhow!("internal: --per-cgroup without cgroup names"))?;
         let mut rows = Vec::new();
-        for (key, bytes) in
-            self.loaded
-                .skel
-                .maps
-                .cgroups
-                .lookup_batch(1024, MapFlags::ANY, MapFlags::ANY)?
-        {
+        for (key, bytes) in hash_entries(&self.loaded.skel.maps.cgroups)? {
             let id = u64::from_ne_bytes(key[..8].try_into()?);
             let mut c = types::ra_counts::default();
             plain::copy_from_bytes(&mut c, &bytes)
