@@ -16,14 +16,12 @@
 //!   TCG on 6.12, 2026-11-25).
 //! - `--cgroup DIR`: the process moves into that cgroup (its `cgroup.procs`) first, e.g. one
 //!   whose blkio throttle slows PATH's disk.
-//! - `--spin`: a thread on the reader's CPU (both pinned to it) takes it in turns of 3 ms
-//!   spinning and 1 ms asleep, as a real-time thread (SCHED_FIFO), so that a wakeup of the
-//!   reader in a turn waits for the turn to end whatever the fair scheduler would decide; the
-//!   reader runs at nice -10, so that it waits for little else on that CPU. (Beside a spinner
-//!   of the fair class the wait was the scheduler's choice: a spinner at nice -10 and a reader
-//!   at 0 made it wait 92-114 us in all over 20 wakeups, three runs running on a fresh CI host,
-//!   2026-11-27, and several ms on others; a reader at nice 10 waited 3.9 ms for CI's VMs, at
-//!   nice 10 too, before the first figures were read.)
+//! - `--spin`: a thread spins on the reader's CPU (both pinned to it) at nice 0, and while it
+//!   spins the reader is a batch thread at nice -10 (see `set_waking`): after each wakeup it
+//!   waits for the tick that ends the spinner's turn rather than preempt it (62.9-67.0 ms over
+//!   the 18-19 wakeups of an 80 KiB read, idle; 27.9-63.4 ms beside two CPU hogs at nice 10;
+//!   the host, 2026-11-27). Beside a spinner at nice -10, a reader at nice 0 of the usual
+//!   policy left it to the scheduler: 92-114 us in all, three runs running, on a fresh CI host.
 //!
 //! The reads are made by one thread. It prints `ready <pid> <reader tid>`, waits for SIGUSR1 (so
 //! the tracer can attach first), then lets the reader make its N reads, and prints the kernel's
@@ -456,8 +454,10 @@ fn main() {
         poll("the disk to do all but the last request", || {
             (disk_reads(path) >= last || finished.load(Ordering::Relaxed)).then_some(())
         });
-        stop.store(true, Ordering::Relaxed);
+        // The reader preempts again before the spinner stops: no wakeup of it finds it a batch
+        // thread once the spinner's span is over.
         set_waking(reader_tid as libc::pid_t, true);
+        stop.store(true, Ordering::Relaxed);
     }
     done.wait();
     let after = accounting(pid, reader_tid);
