@@ -196,9 +196,15 @@ fn the_rules_unit_tests_pass_on_series_recorded_from_the_exporter() {
     let fs = Mounted::on("ext4", upper);
     let (writer, reader) = (Cgroup2::new("writer"), Cgroup2::new("reader"));
     let (wal, data) = (fs.file("wal"), fs.file("data"));
-    run_sh(&format!(
-        "dd if=/dev/zero of={wal} bs=4096 count=1 conv=fsync status=none && dd if=/dev/urandom of={data} bs=1M count=32 conv=fsync status=none"
-    ));
+    run_ok(
+        "sh",
+        &[
+            "-c",
+            &format!(
+                "dd if=/dev/zero of={wal} bs=4096 count=1 conv=fsync status=none && dd if=/dev/urandom of={data} bs=1M count=32 conv=fsync status=none"
+            ),
+        ],
+    );
     let ra_reader = example_bin("ra_reader").display().to_string();
     let (tool, port) = exporter(
         None,
@@ -433,17 +439,4 @@ fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(200));
     }
     done()
-}
-
-fn run_sh(script: &str) {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .output()
-        .expect("run sh");
-    assert!(
-        out.status.success(),
-        "{script}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }

@@ -509,6 +509,19 @@ pub fn unseen(stdout: &str) -> u64 {
         .sum()
 }
 
+/// Runs a program to its end; a failure fails the test with its standard error.
+pub fn run_ok(program: &str, args: &[&str]) {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A helper from `examples/`, built beside the test binaries by `cargo test` (which builds the
 /// examples when no targets are named) or `cargo build --examples` (scripts/test).
 pub fn example_bin(name: &str) -> PathBuf {
