@@ -113,6 +113,13 @@ lanes_wait() {
   fi
 }
 
+# failed_tests LOG: each Rust test that failed in LOG (cargo test's output), one a line, as
+# `tests/FILE.rs: NAME` (the test binary cargo said it was running, `Running tests/x.rs (...)`).
+failed_tests() {
+  awk '/^ *Running (unittests )?[^ ]+ \(/ { bin = $2; if ($2 == "unittests") bin = $3 }
+       /^test .* \.\.\. FAILED$/ { sub(/^test /, ""); sub(/ \.\.\. FAILED$/, ""); print bin ": " $0 }' "$1" 2>/dev/null || true
+}
+
 stage_report() {
   local rc=$? total budget=$((${2:-0} * 60)) lane start end name first last
   _stage_close
@@ -141,8 +148,11 @@ stage_report() {
   fi
   # The failed lanes' failures again, last: a reader of the output's tail (CI's record keeps
   # its head and tail) sees what failed without the middle (a matrix FAIL hid there, 2026-11-27).
+  # Every failed Rust test first, by its test binary (cargo test --no-fail-fast runs them all),
+  # then the lines that say FAIL, panicked or error.
   for name in "${_lane_names[@]}"; do
     [[ "$(cat "$STAGE_DIR/lane.$name.rc" 2>/dev/null || echo 0)" == 0 ]] && continue
+    failed_tests "$STAGE_DIR/lane.$name.log" | sed "s/^/$name| failed test: /"
     echo "-- failed lane $name: its lines that say FAIL, panicked or error: (the first 25):"
     grep -E 'FAIL|panicked|error: ' "$STAGE_DIR/lane.$name.log" 2>/dev/null | head -25 | sed "s/^/$name| /" || true
   done
