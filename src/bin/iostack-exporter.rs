@@ -16,6 +16,7 @@ const EXAMPLES: &str = "Examples:
   iostack-exporter --layers block,fs,breakdown   also where each I/O call's time went (iostack's parts)
   iostack-exporter --layers block,readahead   also readahead's pages: brought in, used, wasted
   iostack-exporter -d nvme0n1 --per-cgroup   one disk, split by service or container (cgroup v2)
+  iostack-exporter --cgroup system.slice/postgresql.service   one service's I/O only
   iostack-exporter --listen 127.0.0.1:9709   only for scrapers on this host
   iostack-exporter --explain              which kernel hooks each layer would use, and why";
 
@@ -38,6 +39,9 @@ struct Args {
     /// Only these filesystem types (repeatable) [default: those mounted that fslat knows]
     #[arg(long = "fs", value_name = "FS")]
     filesystems: Vec<String>,
+
+    #[command(flatten)]
+    cgroup: iostack::common::run::filter::CgroupArgs,
 
     #[command(flatten)]
     per_cgroup: iostack::common::run::filter::PerCgroupArgs,
@@ -73,6 +77,7 @@ fn main() -> ExitCode {
                     true => iostack::tools::fslat::mounted(),
                     false => args.filesystems.clone(),
                 },
+                cgroup: args.cgroup.resolve()?,
                 per_cgroup: args.per_cgroup.per_cgroup_depth()?,
             },
             interval: Duration::from_secs(1),

@@ -99,6 +99,17 @@ impl Collector for Snapshot {
             let labels = [("layer", layer.as_str())];
             ConstGauge::new(i64::from(state.up)).encode(up.encode_family(&labels)?)?;
         }
+        let mut supported = enc.encode_descriptor(
+            "iostack_layer_supported",
+            "1 if this kernel has the hooks the layer needs (a layer supported and not up failed: an outage), 0 if it cannot be traced here (not an outage)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (layer, state) in &m.layers {
+            let labels = [("layer", layer.as_str())];
+            ConstGauge::new(i64::from(state.supported))
+                .encode(supported.encode_family(&labels)?)?;
+        }
         Ok(())
     }
 }
@@ -156,6 +167,7 @@ mod tests {
             "block".into(),
             LayerState {
                 up: true,
+                supported: true,
                 detail: String::new(),
             },
         ));
@@ -163,6 +175,7 @@ mod tests {
             "fs".into(),
             LayerState {
                 up: false,
+                supported: false,
                 detail: "no fentry".into(),
             },
         ));
@@ -197,6 +210,9 @@ mod tests {
                 "# TYPE iostack_layer_up gauge",
                 "iostack_layer_up{layer=\"block\"} 1",
                 "iostack_layer_up{layer=\"fs\"} 0",
+                "# TYPE iostack_layer_supported gauge",
+                "iostack_layer_supported{layer=\"block\"} 1",
+                "iostack_layer_supported{layer=\"fs\"} 0",
             ],
         );
     }

@@ -161,14 +161,10 @@ pub fn index(m: &Metrics, pictures: Result<Drawings, &str>) -> String {
     }
     page.push_str("<h2>Layers</h2>\n");
     for (layer, state) in &m.layers {
-        let status = if state.up {
-            "traced"
-        } else {
-            "not traced on this kernel"
-        };
         page.push_str(&format!(
-            "<h3>{} &mdash; {status}</h3>\n<pre>{}</pre>\n",
+            "<h3>{} &mdash; {}</h3>\n<pre>{}</pre>\n",
             html_escape(layer),
+            state.status(),
             html_escape(&state.detail)
         ));
     }

@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use crate::common::block::disk::DiskFilter;
-use crate::common::cgroup::CgroupOptions;
+use crate::common::cgroup::{CgroupFilter, CgroupOptions};
 use crate::common::kernel::prober::Prober;
 use crate::common::report::heatmap::HeatMap;
 use crate::common::report::hist::Unit;
@@ -91,6 +91,8 @@ pub struct LayerOptions {
     pub disks: Vec<DiskFilter>,
     /// `--fs`: these filesystem types (default: every type fslat knows that is mounted).
     pub filesystems: Vec<String>,
+    /// `--cgroup`: only this cgroup v2's tasks (and, for the block layer, the I/O charged to it).
+    pub cgroup: Option<CgroupFilter>,
     pub per_cgroup: Option<u32>,
 }
 
@@ -125,9 +127,36 @@ fn drawings(pictures: &Pictures) -> Result<std::sync::MutexGuard<'_, Drawings>> 
 /// How many intervals (seconds) the `/` page's heat maps show.
 pub const HEATMAP_COLUMNS: usize = 300;
 
-fn open_tool<T: Tool>(prober: &Prober, opts: &T::Options) -> Result<(T, String)> {
-    let mut plan = T::plan(prober, opts)?;
-    let tool = T::open(prober, &mut plan, opts)?;
+/// Why a layer's tool did not open: `planned` false where this kernel cannot trace it (no plan:
+/// the hooks it needs are not here), true where what was planned failed to load or attach, or
+/// the options were refused (an outage: something to mend on the host).
+struct NotOpened {
+    planned: bool,
+    why: anyhow::Error,
+}
+
+impl From<anyhow::Error> for NotOpened {
+    /// Options refused before any plan: the operator's to mend, so counted as an outage.
+    fn from(why: anyhow::Error) -> NotOpened {
+        NotOpened { planned: true, why }
+    }
+}
+
+impl std::fmt::Display for NotOpened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.why)
+    }
+}
+
+fn open_tool<T: Tool>(
+    prober: &Prober,
+    opts: &T::Options,
+) -> std::result::Result<(T, String), NotOpened> {
+    let mut plan = T::plan(prober, opts).map_err(|why| NotOpened {
+        planned: false,
+        why,
+    })?;
+    let tool = T::open(prober, &mut plan, opts).map_err(|why| NotOpened { planned: true, why })?;
     Ok((tool, plan.as_ref().to_string()))
 }
 
@@ -141,14 +170,16 @@ impl Layers {
             pictures: Pictures::default(),
         };
         let cgroups = CgroupOptions {
-            filter: None,
+            filter: opts.cgroup.clone(),
             per_cgroup: opts.per_cgroup,
         };
-        let tasks = TaskFilter::default();
+        let tasks = TaskFilter::default().in_cgroup(opts.cgroup.clone());
         for &layer in asked {
             let mut details = Vec::new();
             let mut opened = Vec::new();
-            let mut failed = Vec::new();
+            let mut failed: Vec<String> = Vec::new();
+            // Whether any of its tools found what it needs on this kernel.
+            let mut planned = false;
             match layer {
                 LayerName::Block => {
                     // Both families from one program where the kernel stamps both; else a
@@ -184,34 +215,52 @@ impl Layers {
                                         details.push(d);
                                         opened.push(Source::Block { tool, queued: true });
                                     }
-                                    Err(e) => failed.push(format!("-Q: {e:#}")),
+                                    Err(e) => {
+                                        planned |= e.planned;
+                                        failed.push(format!("-Q: {e}"))
+                                    }
                                 }
                             }
                         }
-                        Err(e) => failed.push(format!("{e:#}")),
+                        Err(e) => {
+                            planned |= e.planned;
+                            failed.push(format!("{e}"))
+                        }
                     }
                 }
                 LayerName::Fs => {
                     for fs in &opts.filesystems {
                         let o =
                             fnlat_options("fslat", crate::tools::fslat::layer(fs), &tasks, opts);
-                        match o.and_then(|o| open_tool::<Fnlat>(prober, &o)) {
+                        match o
+                            .map_err(NotOpened::from)
+                            .and_then(|o| open_tool::<Fnlat>(prober, &o))
+                        {
                             Ok((tool, d)) => {
                                 details.push(format!("{fs}: {d}"));
                                 opened.push(Source::Fs { tool });
                             }
-                            Err(e) => failed.push(format!("{fs}: {e:#}")),
+                            Err(e) => {
+                                planned |= e.planned;
+                                failed.push(format!("{fs}: {e}"))
+                            }
                         }
                     }
                 }
                 LayerName::Vfs => {
                     let o = fnlat_options("vfslat", Ok(crate::tools::vfslat::VFS), &tasks, opts);
-                    match o.and_then(|o| open_tool::<Fnlat>(prober, &o)) {
+                    match o
+                        .map_err(NotOpened::from)
+                        .and_then(|o| open_tool::<Fnlat>(prober, &o))
+                    {
                         Ok((tool, d)) => {
                             details.push(d);
                             opened.push(Source::Vfs { tool });
                         }
-                        Err(e) => failed.push(format!("{e:#}")),
+                        Err(e) => {
+                            planned |= e.planned;
+                            failed.push(format!("{e}"))
+                        }
                     }
                 }
                 // The breakdown's programs time the same calls: one drain gives both.
@@ -219,6 +268,7 @@ impl Layers {
                 LayerName::Syscall if asked.contains(&LayerName::Breakdown) => {
                     let state = LayerState {
                         up: false,
+                        supported: false,
                         detail: String::new(),
                     };
                     layers.states.push((layer.name().to_string(), state));
@@ -237,7 +287,7 @@ impl Layers {
                         None,
                         UNIT,
                     );
-                    match o.and_then(|o| {
+                    match o.map_err(NotOpened::from).and_then(|o| {
                         let ops = o.ops.iter().map(|op| op.label.clone()).collect();
                         open_tool::<Iostack>(prober, &o).map(|t| (t, ops))
                     }) {
@@ -249,7 +299,10 @@ impl Layers {
                                 per_cgroup: opts.per_cgroup.is_some(),
                             });
                         }
-                        Err(e) => failed.push(format!("{e:#}")),
+                        Err(e) => {
+                            planned |= e.planned;
+                            failed.push(format!("{e}"))
+                        }
                     }
                 }
                 LayerName::Readahead => {
@@ -271,7 +324,10 @@ impl Layers {
                                 per_cgroup: opts.per_cgroup.is_some(),
                             });
                         }
-                        Err(e) => failed.push(format!("{e:#}")),
+                        Err(e) => {
+                            planned |= e.planned;
+                            failed.push(format!("{e}"))
+                        }
                     }
                 }
                 LayerName::Syscall => {
@@ -284,12 +340,18 @@ impl Layers {
                             ..Default::default()
                         }
                     });
-                    match o.and_then(|o| open_tool::<Syslat>(prober, &o)) {
+                    match o
+                        .map_err(NotOpened::from)
+                        .and_then(|o| open_tool::<Syslat>(prober, &o))
+                    {
                         Ok((tool, d)) => {
                             details.push(d);
                             opened.push(Source::Syscall { tool });
                         }
-                        Err(e) => failed.push(format!("{e:#}")),
+                        Err(e) => {
+                            planned |= e.planned;
+                            failed.push(format!("{e}"))
+                        }
                     }
                 }
             }
@@ -298,9 +360,15 @@ impl Layers {
                 true => details.join("\n"),
                 false => failed.join("; "),
             };
-            layers
-                .states
-                .push((layer.name().to_string(), LayerState { up, detail }));
+            let supported = up || planned;
+            layers.states.push((
+                layer.name().to_string(),
+                LayerState {
+                    up,
+                    supported,
+                    detail,
+                },
+            ));
             layers
                 .sources
                 .extend(opened.into_iter().map(|s| (layer, s)));
@@ -318,6 +386,7 @@ impl Layers {
         if let (Some(b), Some((_, state))) = (breakdown, syscall) {
             *state = LayerState {
                 up: b.up,
+                supported: b.supported,
                 detail: match b.up {
                     true => "the breakdown's programs (iostack) time these calls: \
                              iostack_syscall_latency_seconds comes from them, in the same \

@@ -49,12 +49,7 @@ pub fn run(opts: ExporterOptions) -> Result<()> {
         let layers = Layers::open(&prober, &opts.layers, &opts.layer_options);
         let states = layers.states();
         for (layer, state) in &states {
-            let how = if state.up {
-                "traced"
-            } else {
-                "not traced here"
-            };
-            println!("{layer}: {how}\n{}\n", state.detail);
+            println!("{layer}: {}\n{}\n", state.status(), state.detail);
         }
         // "ok" only if every layer asked for loaded and attached: the tests and the matrix
         // read this line.

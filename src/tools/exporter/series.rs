@@ -129,12 +129,28 @@ impl CounterFamily {
     }
 }
 
-/// A layer as `/` and `iostack_layer_up` show it.
+/// A layer as `/`, `iostack_layer_up` and `iostack_layer_supported` show it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayerState {
     pub up: bool,
+    /// This kernel has what the layer needs (its plan was made): a layer that is not up while
+    /// supported failed to load or attach (an outage); one this kernel cannot trace (no
+    /// function hooks for `fs` on a kernel without kprobes and fentry) is not an outage, and
+    /// an alert on it would fire on every such host of a fleet for ever.
+    pub supported: bool,
     /// The hooks it runs on (the `--explain` facts), or why it cannot run here.
     pub detail: String,
+}
+
+impl LayerState {
+    /// How `/` and `--explain` say it.
+    pub fn status(&self) -> &'static str {
+        match (self.up, self.supported) {
+            (true, _) => "traced",
+            (false, false) => "not traceable on this kernel (not an outage)",
+            (false, true) => "DOWN: it could be traced here, but failed to load or attach",
+        }
+    }
 }
 
 /// Everything a scrape shows.
