@@ -5,7 +5,7 @@
  * kernel completed that our programs never saw is reported as the named loss `unseen`. It is not
  * hypothetical: on some kernels BPF programs do not run at all for a tracepoint hit in some
  * contexts (e.g. the CI host's 6.18, for a softirq completion that interrupts a thread of the
- * sandbox's PID 1), with no recursion miss counted; see the README, "Every I/O accounted for".
+ * sandbox's PID 1), with no recursion miss counted; see the README, "Every block I/O accounted for".
  *
  * diskstats counts a request once, when it ends (blk_account_io_done), if it carries
  * RQF_IO_STAT and not RQF_FLUSH_SEQ; and a flush when the flush machinery's own flush request

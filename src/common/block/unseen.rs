@@ -3,7 +3,7 @@
 //! recursion miss counted (the CI host's 6.18 skips every BPF program while a thread of the
 //! sandbox's PID 1 is current, so a completion softirq that interrupts one is invisible). The
 //! kernel's own per-disk counters still know how many I/Os ended: each report compares
-//! /proc/diskstats with what the programs counted per disk (`src/bpf/io_seen.bpf.h`) and reports
+//! /proc/diskstats with what the programs counted per disk (`src/bpf/lib/io_seen.bpf.h`) and reports
 //! the difference as `unseen`.
 //!
 //! Exactness at the edges: a completion's tracepoint fires just before diskstats counts it, in
