@@ -25,7 +25,11 @@ pub struct Screenshot {
 pub fn screenshot(url: &str, size: (u32, u32), name: &str) -> Screenshot {
     let path = artifacts().join(format!("{name}.png"));
     let _ = std::fs::remove_file(&path);
-    let profile = tempdir("chromium-profile");
+    // A profile of its own: Chromium refuses a profile another instance holds, and the tests
+    // of a binary screenshot side by side.
+    static RENDERINGS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RENDERINGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let profile = tempdir(&format!("chromium-profile-{n}"));
     let out = Command::new("chromium")
         .args([
             "--headless",
@@ -186,4 +190,35 @@ pub fn svg_size(svg: &str) -> (u32, u32) {
             .unwrap_or_else(|| panic!("the SVG has no {n}: {tag}"))
     };
     (get("width"), get("height"))
+}
+
+/// One filled `<rect>` of an SVG, in the SVG's pixels, with its fill colour.
+#[derive(Clone, Copy, Debug)]
+pub struct SvgRect {
+    pub x: f64,
+    pub y: f64,
+    pub width: f64,
+    pub height: f64,
+    pub fill: [u8; 3],
+}
+
+/// Every `<rect>` of an SVG with a `#RRGGBB` fill, in order.
+pub fn svg_rects(svg: &str) -> Vec<SvgRect> {
+    svg.split("<rect")
+        .skip(1)
+        .filter_map(|rest| {
+            let tag = &rest[..rest.find('>')?];
+            let number = |n| attribute(tag, n)?.parse::<f64>().ok();
+            let fill = attribute(tag, "fill")?;
+            let hex = fill.strip_prefix('#').filter(|h| h.len() == 6)?;
+            let byte = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).ok();
+            Some(SvgRect {
+                x: number("x")?,
+                y: number("y")?,
+                width: number("width")?,
+                height: number("height")?,
+                fill: [byte(0)?, byte(2)?, byte(4)?],
+            })
+        })
+        .collect()
 }
