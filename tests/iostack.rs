@@ -128,11 +128,14 @@ fn a_pipe_read_whose_writer_waits_is_other_sleep_not_io() {
 /// op in iostack's report, and the kernel's own figures for the thread over its read.
 fn reader_beside_a_spinner() -> (Value, BTreeMap<String, u64>) {
     let (mut reads, kernel) = reader_beside_a_spinner_traced_by(&[&[]]);
-    (reads.remove(0), kernel)
+    (reads.remove(0).0, kernel)
 }
 
-/// The same, traced by an iostack for each set of extra arguments, all at once: their reads.
-fn reader_beside_a_spinner_traced_by(extra: &[&[&str]]) -> (Vec<Value>, BTreeMap<String, u64>) {
+/// The same, traced by an iostack for each set of extra arguments, all at once: their reads,
+/// each with its report's losses (`drops`).
+fn reader_beside_a_spinner_traced_by(
+    extra: &[&[&str]],
+) -> (Vec<(Value, Value)>, BTreeMap<String, u64>) {
     let dev = LoopDevice::new(64);
     let throttle = Throttle::reads(&dev.name, 20);
     // One read() of 80 KiB through the page cache with readahead off: 20 requests of 4 KiB,
@@ -161,7 +164,7 @@ fn reader_beside_a_spinner_traced_by(extra: &[&[&str]]) -> (Vec<Value>, BTreeMap
             let read = ops(&r)["read"].clone();
             assert_eq!(read["calls"], 1, "{read}");
             assert_eq!(read["ios"], 20, "{read}");
-            read
+            (read, r["drops"].clone())
         })
         .collect();
     (reads, kernel)
@@ -175,8 +178,27 @@ fn the_kernels_own_accounting_and_the_switch_by_switch_validator_agree() {
     // the validator follows every switch and wakeup. Both add up to the call's time (report()
     // checks it); part by part they may differ by what lies between the kernel's clock reads
     // and ours, per time the thread was put on a CPU (see below), and by one vCPU stop.
-    let (reads, kernel) = reader_beside_a_spinner_traced_by(&[&[], &["--shadow-switches"]]);
-    let (ours, validator) = (&reads[0], &reads[1]);
+    // The validator sees every switch only where the kernel runs its program for every one:
+    // the CI host's 6.18 runs none while a thread of its sandbox's PID 1 is current, so the
+    // switch from such a thread to the reader is missed, and the reader's wait for the CPU
+    // until it next left it was charged to its CPU (5.04 ms in a run of 2026-11-27, traced
+    // with perf: no switch into the reader after ksoftirqd woke it; ours agreed with
+    // run_delay to 10 us). The validator counts such a switch (no_switch) and a wakeup it
+    // missed (no_wake): that run is no account of the thread, and is run again.
+    let mut blind = Vec::new();
+    let (reads, kernel) = loop {
+        let (reads, kernel) = reader_beside_a_spinner_traced_by(&[&[], &["--shadow-switches"]]);
+        let drops = &reads[1].1;
+        if drops["no_switch"] == 0 && drops["no_wake"] == 0 {
+            break (reads, kernel);
+        }
+        blind.push(drops.clone());
+        assert!(
+            blind.len() < 3,
+            "the validator missed a switch or a wakeup of the reader 3 times: {blind:?}"
+        );
+    };
+    let (ours, validator) = (&reads[0].0, &reads[1].0);
     let grain = kernel["timeslices"] * 10_000 + 400_000;
     let total = |r: &Value| r["breakdown"]["total_ns"].as_u64().unwrap();
     // Their programs run one after the other on the same hooks, and the first call of a
@@ -233,17 +255,30 @@ fn run_queue_and_io_waits_agree_with_the_kernels_own_accounting() {
     // pass blk-throttle's slice at once, in a wait too short to be seen (1-2 in every run on
     // the CI host, 2026-11-26), with no spinner yet; 10 of 20 were missed once under TCG.
     const SEEN_LATE: u64 = 2;
+    // The reader, a batch thread while the spinner spins, waits after each wakeup for the tick
+    // that ends the spinner's turn when it is woken from the other CPU (63-67 ms over 18-19
+    // wakeups on the host, 2026-11-27). Its requests complete through loop's worker, which
+    // raises the block softirq on its own CPU: where that worker runs on the reader's CPU,
+    // ksoftirqd wakes the reader there and then gives the CPU to it, the kernel thread having
+    // preempted the spinner (median 14.6 us a wakeup over 178 such, perf; run_delay 4.1-33 ms a
+    // run with unbound work confined to the reader's CPU against 27-201 ms confined to the other,
+    // 2026-11-27; 146 us in all once in CI). A run without a wait of a millisecond or more shows
+    // no agreement on a wait: no evidence either way.
+    const WAITED: u64 = 1_000_000;
     let mut impossible = Vec::new();
     let (read, kernel) = loop {
         let (read, kernel) = reader_beside_a_spinner();
         let sum = kernel["exec_ns"] + kernel["run_delay_ns"] + kernel["blkio_ticks"] * tick_ns;
-        if sum <= kernel["elapsed_ns"] + tick_ns && kernel["requests_missed"] <= SEEN_LATE {
+        if sum <= kernel["elapsed_ns"] + tick_ns
+            && kernel["requests_missed"] <= SEEN_LATE
+            && kernel["run_delay_ns"] >= WAITED
+        {
             break (read, kernel);
         }
         impossible.push(kernel);
         assert!(
             impossible.len() < 3,
-            "the kernel's own accounting of the reader was impossible or late 3 times: {impossible:?}"
+            "the kernel's own accounting of the reader was impossible, late or without a wait for a CPU 3 times: {impossible:?}"
         );
     };
     // The kernel measures run_delay with the run queue's clock, which it reads once per
@@ -260,15 +295,6 @@ fn run_queue_and_io_waits_agree_with_the_kernels_own_accounting() {
     let events = kernel["timeslices"];
     let runq = part(&read, "run_queue_ns");
     let run_delay = kernel["run_delay_ns"];
-    // The reader, a batch thread while the spinner spins, waits after each wakeup for the tick
-    // that ends the spinner's turn (63-67 ms over 18-19 wakeups on the host, 2026-11-27): a run
-    // in which the kernel saw it wait less than a millisecond shows no agreement on a wait.
-    // (A reader that could preempt the spinner left the wait to the scheduler: 92-114 us in
-    // all, three runs running, on a fresh CI host.)
-    assert!(
-        run_delay >= 1_000_000,
-        "the spinner made the reader wait for a CPU only {run_delay} ns, the kernel says: {kernel:?}"
-    );
     assert!(
         runq > 0,
         "the reader waited for a CPU ({run_delay} ns, the kernel says): {read}"

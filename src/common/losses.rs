@@ -32,6 +32,9 @@ pub enum Loss {
     /// A wait followed through a waker whose record of its own waits was cut: it no longer
     /// reached back to the wait's start, or there was no room to keep it.
     ChainCut,
+    /// iostack's validator: a switch onto a CPU no program saw (the kernel did not run it):
+    /// how long the thread waited for that CPU is unknown.
+    NoSwitch,
 }
 
 /// How many of what: the noun a tool counts in (`I/O`, `call`).
@@ -52,7 +55,7 @@ pub const CALLS: Noun = Noun {
 
 impl Loss {
     /// The kernel's counters, in the order of `enum loss_kind`.
-    pub const KERNEL: [Loss; 8] = [
+    pub const KERNEL: [Loss; 9] = [
         Loss::NoStart,
         Loss::StartFull,
         Loss::HistFull,
@@ -61,6 +64,7 @@ impl Loss {
         Loss::NoWake,
         Loss::Unlinked,
         Loss::ChainCut,
+        Loss::NoSwitch,
     ];
 
     /// The JSON name.
@@ -76,6 +80,7 @@ impl Loss {
             Loss::NoWake => "no_wake",
             Loss::Unlinked => "unlinked",
             Loss::ChainCut => "chain_cut",
+            Loss::NoSwitch => "no_switch",
         }
     }
 
@@ -102,6 +107,9 @@ impl Loss {
             }
             Loss::ChainCut => {
                 "followed through a waker whose record of its waits did not reach back (or found no room): the rest of that sleep is other sleep"
+            }
+            Loss::NoSwitch => {
+                "whose switch onto a CPU no program saw (the kernel did not run it): that wait for a CPU is charged to the CPU"
             }
         }
     }
@@ -302,11 +310,11 @@ mod tests {
         let mut t = LossTally::default();
         let kinds = [Loss::RingBufferFull, Loss::NoStart];
         assert_eq!(
-            t.delta(&[1, 0, 0, 0, 3, 0, 0, 0], &kinds),
+            t.delta(&[1, 0, 0, 0, 3, 0, 0, 0, 0], &kinds),
             vec![(Loss::RingBufferFull, 3), (Loss::NoStart, 1)]
         );
         assert_eq!(
-            t.delta(&[1, 0, 0, 0, 5, 0, 0, 0], &kinds),
+            t.delta(&[1, 0, 0, 0, 5, 0, 0, 0, 0], &kinds),
             vec![(Loss::RingBufferFull, 2), (Loss::NoStart, 0)]
         );
     }

@@ -316,6 +316,13 @@ static __always_inline void call_switched_out(struct call_state *st, __u32 tid, 
 {
 	struct call_io *io;
 
+	/* The validator saw the thread woken or preempted and never put on a CPU since: the
+	 * kernel ran no program for that switch (the CI host's 6.18 runs none while a thread of
+	 * its sandbox's PID 1 is current, and a switch's program runs as the task leaving: 5.04
+	 * ms of a reader's wait for a CPU after such a switch were charged to its CPU,
+	 * 2026-11-27). How that time splits between the run queue and the CPU is unknown. */
+	if (st->state == STATE_RUNNABLE || st->state == STATE_WOKEN)
+		count_loss(LOSS_NO_SWITCH);
 	charge(st, PART_CPU, now);
 	if (runnable) {
 		st->state = STATE_RUNNABLE;

@@ -14,7 +14,8 @@ enum loss_kind {
 	LOSS_NO_WAKE = 5,     /* a sleep whose wakeup no program saw: its cause is unknown */
 	LOSS_UNLINKED = 6,    /* a stacked device's clone whose bio above was not found */
 	LOSS_CHAIN_CUT = 7,   /* a wait followed through a waker whose history did not reach back */
-	LOSS_KINDS = 8,
+	LOSS_NO_SWITCH = 8,   /* a switch onto a CPU no program saw: the wait for it is unknown */
+	LOSS_KINDS = 9,
 };
 
 /* Cumulative, read by user space from the mmap-ed .bss. */

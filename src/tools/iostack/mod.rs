@@ -188,23 +188,25 @@ pub struct Iostack {
 }
 
 /// Every kind of loss iostack can report.
-const LOSSES: [Loss; 9] = [
+const LOSSES: [Loss; 10] = [
     Loss::NoStart,
     Loss::StartFull,
     Loss::HistFull,
     Loss::Clock,
     Loss::NoWake,
+    Loss::NoSwitch,
     Loss::Unlinked,
     Loss::ChainCut,
     Loss::Unseen,
     Loss::Skipped,
 ];
-const JOURNEY_LOSSES: [Loss; 9] = [
+const JOURNEY_LOSSES: [Loss; 10] = [
     Loss::RingBufferFull,
     Loss::NoStart,
     Loss::StartFull,
     Loss::Clock,
     Loss::NoWake,
+    Loss::NoSwitch,
     Loss::Unlinked,
     Loss::ChainCut,
     Loss::Unseen,
