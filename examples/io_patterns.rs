@@ -28,11 +28,19 @@
 //! calls), waits for SIGUSR1 (so the tracer can attach first), makes the calls, and prints one
 //! line per thread:
 //!
-//!   `thread TID read|write|sync CALLS NS ... blkio_ns B blkio_count C run_delay_ns D cpu_ns X`
+//!   `thread TID read|write|sync CALLS NS ... read_off_ns|write_off_ns|sync_off_ns OFF ...
+//!    blkio_ns B blkio_count C run_delay_ns D cpu_ns X`
 //!
 //! per operation (iostack's groups) how many calls the thread made and their time by its own
-//! clock (CLOCK_MONOTONIC around each), and from the kernel's delay accounting (taskstats, in
-//! ns: `kernel.task_delayacct = 1`) the thread's I/O wait, its count, its wait for a CPU and its
+//! clock (CLOCK_MONOTONIC around each), and of that time the part the thread was off a CPU
+//! and not waiting for one: per call, its time less its time on a CPU (its own CPU clock,
+//! CLOCK_THREAD_CPUTIME_ID, which brings the scheduler's account up to date) and less its wait
+//! for one (schedstat's run_delay, which the kernel adds when the thread takes a CPU, read
+//! from /proc/thread-self/schedstat), each read just before and after the call. That is a
+//! truth of the kernel's clocks that no delay accounting enters: where the I/O wait is not
+//! usable (6.12+ counts some from stale starts), a thread that sleeps only for its own I/O
+//! spent that time waiting for it. Then from the kernel's delay accounting (taskstats, in ns:
+//! `kernel.task_delayacct = 1`) the thread's I/O wait, its count, its wait for a CPU and its
 //! time on one over the calls (read by the thread itself just before its first call and just
 //! after its last). Then `done`.
 
@@ -304,11 +312,60 @@ impl Drop for WarmUp {
     }
 }
 
-/// One thread's calls, by iostack's operation groups: how many, and their time by its clock.
-#[derive(Default)]
+/// The calling thread's clocks, as the kernel keeps them: its time on a CPU and its wait for
+/// one.
+struct ThreadClocks {
+    /// /proc/thread-self/schedstat, open: `exec_runtime run_delay timeslices`.
+    schedstat: i32,
+}
+
+impl ThreadClocks {
+    fn open() -> ThreadClocks {
+        let path = CString::new("/proc/thread-self/schedstat").unwrap();
+        // SAFETY: a NUL-terminated path; the descriptor is ours for the thread's life.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        check("open /proc/thread-self/schedstat", fd as isize);
+        ThreadClocks { schedstat: fd }
+    }
+
+    /// Its time on a CPU, brought up to date (task_sched_runtime).
+    fn cpu_ns(&self) -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes into the timespec we own.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
+    /// Its wait for a CPU so far (complete while it runs: added when it takes a CPU).
+    fn run_delay_ns(&self) -> u64 {
+        let mut buf = [0u8; 96];
+        // SAFETY: reads at most the buffer's length into it, from our descriptor.
+        let n = unsafe { libc::pread(self.schedstat, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        let n = check("read /proc/thread-self/schedstat", n) as usize;
+        std::str::from_utf8(&buf[..n])
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or_else(|| die("an unreadable /proc/thread-self/schedstat".into()))
+    }
+}
+
+impl Drop for ThreadClocks {
+    fn drop(&mut self) {
+        // SAFETY: our descriptor.
+        unsafe { libc::close(self.schedstat) };
+    }
+}
+
+/// One thread's calls, by iostack's operation groups: how many, their time by its clock, and
+/// of it the time it was off a CPU and not waiting for one.
 struct Calls {
     n: [u64; 3],
     ns: [u64; 3],
+    off_ns: [u64; 3],
+    clocks: ThreadClocks,
 }
 
 const READ: usize = 0;
@@ -316,11 +373,27 @@ const WRITE: usize = 1;
 const SYNC: usize = 2;
 
 impl Calls {
-    /// Times one call of `op` and checks its result.
+    fn new() -> Calls {
+        Calls {
+            n: [0; 3],
+            ns: [0; 3],
+            off_ns: [0; 3],
+            clocks: ThreadClocks::open(),
+        }
+    }
+
+    /// Times one call of `op` and checks its result. The thread's clocks are read outside its
+    /// own: what they count beyond the call is the clock reads themselves (well under a
+    /// microsecond), taken from the time off a CPU.
     fn time(&mut self, op: usize, what: &str, call: impl FnOnce() -> isize) -> isize {
+        let run_delay = self.clocks.run_delay_ns();
+        let cpu = self.clocks.cpu_ns();
         let t0 = monotonic_ns();
         let ret = call();
-        self.ns[op] += monotonic_ns() - t0;
+        let ns = monotonic_ns() - t0;
+        let busy = (self.clocks.cpu_ns() - cpu) + (self.clocks.run_delay_ns() - run_delay);
+        self.ns[op] += ns;
+        self.off_ns[op] += ns.saturating_sub(busy);
         self.n[op] += 1;
         check(what, ret)
     }
@@ -597,7 +670,7 @@ fn main() {
                 drop(warm_up);
                 tx.send(tid()).unwrap();
                 start.wait();
-                let mut calls = Calls::default();
+                let mut calls = Calls::new();
                 let before = stats.delays(tid());
                 work(i, &mut calls);
                 let after = stats.delays(tid());
@@ -622,6 +695,12 @@ fn main() {
             .iter()
             .enumerate()
             .map(|(i, op)| format!("{op} {} {}", calls.n[i], calls.ns[i]))
+            .chain(
+                ["read", "write", "sync"]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, op)| format!("{op}_off_ns {}", calls.off_ns[i])),
+            )
             .collect::<Vec<_>>()
             .join(" ");
         out.push_str(&format!(
