@@ -364,6 +364,10 @@ __noinline int take_request_origins(__u64 bio)
 				known = true;
 			}
 			if (found->gtid && !(found->flags & ORIGIN_F_DISPATCHED) && n < MARK_OWNERS &&
+#ifdef IOSTACK_MUTANT_READAHEAD_NOT_OWN
+			    /* Mutant: a bio whose call has returned (readahead) has no owner. */
+			    (!found->call || call_io_of(found->call)) &&
+#endif
 			    !mark_owned_by(m, found->gtid)) {
 				m->owners[n & (MARK_OWNERS - 1)] = found->gtid;
 				n++;
@@ -437,6 +441,10 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 	/* The end of a flush-sequenced request: no bytes left, or a data step seen. */
 	flush_seq = known && (data_end || (end == COMPLETION_EMPTY &&
 					   (first->flags & ORIGIN_F_FLUSH_SEQ)));
+#ifdef IOSTACK_MUTANT_FLUSH_NEVER_ENDS
+	/* Mutant: a flush-sequenced request's end is no completion (no owners, no own I/O). */
+	flush_seq = false;
+#endif
 	if (end == COMPLETION_EMPTY && !flush_seq) {
 		m->ts = 0;
 		return 0;

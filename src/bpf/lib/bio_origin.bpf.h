@@ -277,6 +277,11 @@ static __always_inline int remember_origin(struct bio *bio, bool typed)
 			found->held_ns = now > found->ts ? now - found->ts : 0;
 		else
 			found->flags &= ~ORIGIN_F_HELD;
+#ifdef IOSTACK_MUTANT_HELD_OWNER_LOST
+		/* Mutant (hook path): a held bio becomes the dispatcher kworker's own. */
+		if (found->flags & ORIGIN_F_HELD)
+			found->gtid = (__u32)bpf_get_current_pid_tgid();
+#endif
 		found->ts = now;
 		found->data_issue = found->data_end = 0;
 		if (found->flags & ORIGIN_F_FLUSH_SEQ)
@@ -286,7 +291,12 @@ static __always_inline int remember_origin(struct bio *bio, bool typed)
 		return 0;
 	}
 	submitter_cgroup(&o);
+#ifdef IOSTACK_MUTANT_HELD_OWNER_LOST
+	/* Mutant (DISPATCHED path): a bio the dispatcher queues is the kworker's own. */
+	if (0) {
+#else
 	if (in_throttle_dispatch()) {
+#endif
 		/* Held by blk-throttle and now passed on, but its submitter was not seen. */
 		o.flags = ORIGIN_F_DISPATCHED;
 		unknown_cgroup(&o);
@@ -389,6 +399,10 @@ static __always_inline int split_args(__u64 *args, bool typed)
 
 	if (!split)
 		return 0;
+#ifdef IOSTACK_MUTANT_SPLIT_FRONT_LOST
+	/* Mutant: a split's front part gets no origin (its request's owner unknown). */
+	return 0;
+#endif
 	parent = (__u64)IOSTACK_GET(typed, split, bi_private);
 	from = parent ? bpf_map_lookup_elem(&bio_origins, &parent) : NULL;
 	if (!from || !from->ts)
@@ -438,6 +452,10 @@ static __always_inline int link_clone(struct bio *clone, __u32 dev, __u64 from)
 
 	if (!clone || !stacked_dev(dev))
 		return 0;
+#ifdef IOSTACK_MUTANT_CLONE_UNLINKED
+	/* Mutant: a clone is not linked to its bio above (and no unlinked loss says so). */
+	return 0;
+#endif
 	u = bpf_map_lookup_elem(&upper_bios, &k);
 	if (u && u->bio == key)
 		return 0;

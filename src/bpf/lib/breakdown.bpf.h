@@ -303,7 +303,11 @@ static __always_inline bool own_request_ended(struct completion_mark *m, __u64 d
 		__sync_fetch_and_add(&io->ios, 1);
 		append_req(io->reqs, &io->nreq, &m->req);
 		if (io->sleep_start) {
+#ifndef IOSTACK_MUTANT_OWN_VIA_WAKER
+			/* (Mutant OWN_VIA_WAKER: not counted, so an I/O wait woken with no own mark
+			 * after its own requests ended is others' I/O, through a waker or not.) */
 			io->sleep_ios++;
+#endif
 			add_device_time(io, m, data_issue, data_end, now);
 		}
 	}

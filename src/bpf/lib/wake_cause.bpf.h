@@ -184,6 +184,10 @@ static __always_inline int queue_work_args(__u64 *args, bool typed)
 	struct completion_mark *m = cpu_mark(0);
 	__u64 work = args[2];
 
+#ifdef IOSTACK_MUTANT_WORKER_NOT_CARRIED
+	/* Mutant: work queued by a completion carries no mark: the worker's wakeups are no I/O's. */
+	return 0;
+#endif
 	/* Most work is queued outside a completion (none on this CPU, or another task's): no
 	 * clock read then. */
 	if (!m || !m->ts || m->task != bpf_get_current_task() ||
