@@ -111,6 +111,76 @@ fn threads_born_on_the_stacks_of_other_processes_dead_threads_are_counted() {
     assert_eq!(counts(&out), expect(&[("read", 410)]), "{out}");
 }
 
+/// The BPF links a process holds, in the order the kernel made them (link ids grow): each
+/// link's id and the name of the program it attaches, from /proc/PID/fdinfo and the program's
+/// info.
+fn links_of(pid: u32) -> Vec<(u64, String)> {
+    use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+    let mut links = Vec::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+        .unwrap()
+        .flatten()
+    {
+        let info = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let field = |name: &str| -> Option<u64> {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        };
+        let (Some(link), Some(prog)) = (field("link_id:"), field("prog_id:")) else {
+            continue;
+        };
+        // SAFETY: bpf(2) on an id; the descriptor it returns is ours, closed on drop.
+        let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(prog as u32) };
+        assert!(fd >= 0, "program {prog} of link {link}: errno {}", -fd);
+        // SAFETY: a descriptor bpf(2) just gave us.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let info = iostack::common::losses::prog_info(fd.as_fd()).expect("the program's info");
+        let name: Vec<u8> = info
+            .name
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        links.push((link, String::from_utf8_lossy(&name).into_owned()));
+    }
+    links.sort();
+    links
+}
+
+/// -p's memory of other processes' threads is kept only while their exit is hooked: the exit
+/// program attaches before any syscall program (a thread remembered by a syscall program and
+/// exiting before its exit was hooked would be kept, its stack soon another's), whichever way
+/// the syscalls are hooked.
+#[test]
+fn the_exit_hook_attaches_before_the_syscall_hooks() {
+    let _g = serial();
+    require_root();
+    let mut sleeper = Command::new("sleep").arg("30").spawn().expect("sleep");
+    for attach in ["auto", "tp-btf", "raw-tp", "tracepoint"] {
+        let tool = Running::start(
+            "syslat",
+            &["-p", &sleeper.id().to_string(), "--attach", attach],
+        );
+        let links = links_of(tool.pid());
+        let (code, _, err) = tool.interrupt();
+        assert_eq!(code, 0, "--attach {attach}: {err}");
+        let exit = links
+            .iter()
+            .position(|(_, name)| name.starts_with("task_exit"))
+            .unwrap_or_else(|| panic!("--attach {attach}: no exit program among {links:?}"));
+        let first_syscall = links
+            .iter()
+            .position(|(_, name)| name.starts_with("sys_"))
+            .unwrap_or_else(|| panic!("--attach {attach}: no syscall program among {links:?}"));
+        assert!(
+            exit < first_syscall,
+            "--attach {attach}: the exit program's link was made after a syscall program's: {links:?}"
+        );
+    }
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}
+
 #[test]
 fn thread_and_comm_filters() {
     let _g = serial();

@@ -256,6 +256,10 @@ fn collect(stream: impl Read + Send + 'static, into: Arc<Mutex<String>>) -> thre
 }
 
 impl Running {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts the tool and waits until it says it is tracing (on stdout, or stderr with -j).
     pub fn start(tool: &str, args: &[&str]) -> Running {
         let mut command = Command::new(bin(tool));

@@ -48,7 +48,18 @@ pub struct PlannedProgram {
     pub why: String,
 }
 
+/// The role of the programs that free a thread's state where it exits. They attach before any
+/// other: a program that remembers a thread (-p's memory of other processes' threads, known by
+/// their kernel stacks: lib/other_processes.bpf.h) while its exit is not yet hooked could keep a
+/// thread that exits meanwhile, whose stack a thread of the traced process may then be given.
+pub const CLEANUP: &str = "cleanup";
+
 impl PlannedProgram {
+    /// Whether it attaches before every other program of the plan.
+    pub fn attaches_first(&self) -> bool {
+        self.role == CLEANUP
+    }
+
     pub fn attach_point(&self) -> String {
         format!("{}/{}", self.flavor.prefix(), self.target)
     }
@@ -140,6 +151,10 @@ impl AttachPlan {
                         Flavor::Kprobe | Flavor::Kretprobe | Flavor::Tracepoint => {
                             prog.set_autoattach(false)
                         }
+                        // `attach_first` attaches it before the skeleton attaches the rest.
+                        Flavor::TpBtf | Flavor::RawTp if planned.attaches_first() => {
+                            prog.set_autoattach(false)
+                        }
                         Flavor::TpBtf | Flavor::RawTp => {}
                     }
                 }
@@ -149,14 +164,33 @@ impl AttachPlan {
         Ok(())
     }
 
-    /// Attaches the programs libbpf cannot auto-attach from their section (retargeted kprobes).
+    /// Attaches the programs that must run before any other is attached (`attaches_first`).
+    pub fn attach_first(&self, object: &libbpf_rs::Object) -> Result<Vec<libbpf_rs::Link>> {
+        self.attach_where(object, true)
+    }
+
+    /// Attaches the programs libbpf cannot auto-attach from their section (retargeted kprobes,
+    /// perf tracepoints), but those `attach_first` attached.
     pub fn attach_manual(&self, object: &libbpf_rs::Object) -> Result<Vec<libbpf_rs::Link>> {
+        self.attach_where(object, false)
+    }
+
+    fn attach_where(
+        &self,
+        object: &libbpf_rs::Object,
+        first: bool,
+    ) -> Result<Vec<libbpf_rs::Link>> {
         let mut links = Vec::new();
         for prog in object.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
             // A program may be planned at several targets (one per syscall tracepoint).
-            for p in self.programs.iter().filter(|p| p.program == name) {
+            for p in self
+                .programs
+                .iter()
+                .filter(|p| p.program == name && p.attaches_first() == first)
+            {
                 let link = match p.flavor {
+                    Flavor::TpBtf | Flavor::RawTp if first => prog.attach(),
                     Flavor::Kprobe => prog.attach_kprobe(false, &p.target),
                     Flavor::Kretprobe => prog.attach_kprobe(true, &p.target),
                     Flavor::Tracepoint => {

@@ -226,7 +226,7 @@ pub fn plan_syscall_hooks(
     plan.add("enter", enter, flavor, "sys_enter", why.clone());
     plan.add("exit", exit, flavor, "sys_exit", why.clone());
     plan.add(
-        "cleanup",
+        crate::common::kernel::plan::CLEANUP,
         task_exit,
         flavor,
         "sched_process_exit",
@@ -309,7 +309,7 @@ fn plan_per_syscall_tracepoints(
                 _ => "task_exit_raw",
             };
             plan.add(
-                "cleanup",
+                crate::common::kernel::plan::CLEANUP,
                 program,
                 flavor,
                 "sched_process_exit",
@@ -317,7 +317,7 @@ fn plan_per_syscall_tracepoints(
             );
         }
         Err(e) => plan.add(
-            "cleanup",
+            crate::common::kernel::plan::CLEANUP,
             "task_exit_tp",
             Flavor::Tracepoint,
             "sched:sched_process_exit",

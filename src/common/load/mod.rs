@@ -105,13 +105,16 @@ where
     plan.apply(open.open_object_mut())?;
     let mut skel = open.load().map_err(|e| load_advice(plan, e))?;
     loaded(&mut skel)?;
+    // A thread's exit first (plan::CLEANUP): no window in which a thread is remembered and its
+    // exit not yet seen.
+    let mut links = plan.attach_first(skel.object())?;
     skel.attach().map_err(|e| {
         anyhow::anyhow!(
             "attaching {}'s programs failed ({e}); try --explain",
             plan.tool
         )
     })?;
-    let links = plan.attach_manual(skel.object())?;
+    links.extend(plan.attach_manual(skel.object())?);
     crate::common::kernel::prober::release_trials();
     Ok(Loaded {
         skel,

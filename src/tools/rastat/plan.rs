@@ -91,7 +91,7 @@ const USE_TRACEPOINTS: [TracepointHook; 3] = [
 ];
 
 const CLEANUP: TracepointHook = TracepointHook {
-    role: "cleanup",
+    role: crate::common::kernel::plan::CLEANUP,
     tracepoint: "sched_process_exit",
     btf: "task_exit_btf",
     raw: "task_exit_raw",
