@@ -14,7 +14,7 @@ if [ -z "$xfs" ]; then
   na xfs-append "no xfs disk here"
 elif mounted "$xfs" "$mnt" xfs; then
   limit "$xfs" "wiops=10"
-  if pattern xappend "$xfs" append-fsync "$mnt/app" 5; then own_check xfs-append xappend sync "" off-cpu; else fail xfs-append "$(brief xappend)"; fi
+  if pattern xappend "$xfs" append-fsync "$mnt/app" 5; then own_check xfs-append xappend sync "" off-cpu journal; else fail xfs-append "$(brief xappend)"; fi
   limit "$xfs" max
   umount "$mnt"
 else
@@ -111,7 +111,7 @@ dm_check() {
     busy=$(($(kernel_figure "$_c" exec_ns) + $(kernel_figure "$_c" run_delay_ns)))
     detail="$detail; the kernel: on a CPU or waiting for one $busy ns over the reads; $(parts_of "$_c" read)"
     b_detail="$b_detail; $(parts_of "${_c}_below" read)"
-    if [ "$reads" = 4 ] && [ "$ios" = 4 ] && own_off_cpu "$_c" "$own" "$total" "$busy" &&
+    if [ "$reads" = 4 ] && [ "$ios" = 4 ] && own_off_cpu "$own" "$total" "$busy" &&
       [ "$unlinked" = 0 ] && [ "$below" -ge 1 ] && [ -z "$(parts_add_up "$_c")" ]; then
       pass "$_c" "$detail"
     elif [ "$_late" = 1 ] && [ "${late:-0}" -ge 1 ] && [ "$reads" = 4 ]; then
@@ -119,7 +119,7 @@ dm_check() {
     else
       fail "$_c" "$detail $(parts_add_up "$_c")$(brief "$_c")"
     fi
-    if [ "$b_reads" = 4 ] && [ "$b_ios" = 4 ] && own_off_cpu "${_c}_below" "$b_own" "$b_total" "$busy" &&
+    if [ "$b_reads" = 4 ] && [ "$b_ios" = 4 ] && own_off_cpu "$b_own" "$b_total" "$busy" &&
       [ -z "$(parts_add_up "${_c}_below")" ]; then
       pass "${_c}-below" "$b_detail"
     elif [ "$_late" = 1 ] && [ "${late:-0}" -ge 1 ] && [ "$b_reads" = 4 ]; then

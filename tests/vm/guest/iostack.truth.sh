@@ -21,7 +21,7 @@ if mounted "$fast" "$mnt" ext4 noatime; then
   # PostgreSQL's WAL: fdatasync after an overwrite.
   if pattern fdatasync "$fast" overwrite-fdatasync "$mnt/wal" 6; then own_check fdatasync fdatasync sync 12; else fail fdatasync "$(brief fdatasync)"; fi
   # Appends whose unwritten extents a kernel worker converts (dioread_nolock), and the journal.
-  if pattern append "$fast" append-fsync "$mnt/app" 5; then own_check append-fsync append sync; else fail append-fsync "$(brief append)"; fi
+  if pattern append "$fast" append-fsync "$mnt/app" 5; then own_check append-fsync append sync "" iowait journal; else fail append-fsync "$(brief append)"; fi
   # An unaligned direct write behind a write in flight: the filesystem waits for it, on
   # kernels where that wait is not an I/O wait as well.
   if pattern unaligned "$fast" aio-unaligned "$mnt/aio" 5; then own_check unaligned unaligned write "" off-cpu; else fail unaligned "$(brief unaligned)"; fi
@@ -31,14 +31,21 @@ if mounted "$fast" "$mnt" ext4 noatime; then
     total=$(op_field appenders write breakdown.total_ns)
     sleep_ns=$(op_field appenders write breakdown.other_sleep_ns)
     via=$(op_field appenders write breakdown.others_io_via_waker_ns)
+    io=$(io_of appenders write)
     calls=$(op_field appenders write calls)
-    # The writers sleep for the lock while its holder waits for its I/O (others' I/O through a
-    # waker) or runs (other sleep): at most 5% of the calls, and for each of the holders' time
-    # on a CPU or waiting for one (schedstat), as many waiters as there are (7): a busy CI
-    # host's TCG guest has them run long (other sleep 9.2% on 6.12, 2026-11-26).
-    busy=$(($(thread_sum appenders cpu_ns) + $(thread_sum appenders run_delay_ns)))
-    detail="$calls writes of 8 writers: other sleep $sleep_ns of $total ns, others' I/O through wakers $via ns; the writers on a CPU or waiting for one $busy ns (schedstat); $(parts_of appenders write)"
+    # By construction every writer's time off a CPU in its calls is I/O: its own write, or the
+    # writes of those before it, whose holder of the lock it waits behind (followed from waker
+    # to waker). The truth is the helper's: per call, its clock less the thread's CPU clock and
+    # schedstat's wait for a CPU. The writers also sleep for the lock while its holder runs
+    # rather than waits (other sleep): at most 5% of the calls, and for each of the writers'
+    # time on a CPU or waiting for one (the same clocks), as many waiters as there are (7): a
+    # busy CI host's TCG guest has them run long (other sleep 9.2% on 6.12, 2026-11-26).
+    theirs=$(thread_sum appenders write_ns)
+    off=$(thread_sum appenders write_off_ns)
+    busy=$((theirs - off))
+    detail="$calls writes of 8 writers: I/O $io ns (through wakers $via), other sleep $sleep_ns, of $total ns; the helper's: $theirs ns, off a CPU $off ns; $(parts_of appenders write)"
     if [ "$calls" = 24 ] && [ "$sleep_ns" -le $((total / 20 + 7 * busy)) ] && [ "$via" -gt 0 ] &&
+      [ $((io + sleep_ns)) -ge $((off - theirs / 20)) ] && [ "$io" -le $((off + theirs / 20)) ] &&
       [ -z "$(parts_add_up appenders)" ]; then
       pass convoy "$detail"
     else
