@@ -170,6 +170,33 @@ fn reader_beside_a_spinner_traced_by(
     (reads, kernel)
 }
 
+/// The steal time CPU `cpu`'s run queue has accounted so far (rq->clock - rq->clock_task, from
+/// the scheduler's debugfs file; CONFIG_IRQ_TIME_ACCOUNTING is off on the CI host, so that is
+/// paravirt steal alone), in ns; None where the kernel does not show it.
+fn steal_ns(cpu: usize) -> Option<u64> {
+    let mut file = std::path::PathBuf::from("/sys/kernel/debug/sched/debug");
+    if !file.exists() {
+        let _ = std::process::Command::new("mount")
+            .args(["-t", "debugfs", "none", "/sys/kernel/debug"])
+            .status();
+        file = std::path::PathBuf::from("/sys/kernel/debug/sched/debug");
+    }
+    let text = std::fs::read_to_string(file).ok()?;
+    let section = text.split(&format!("cpu#{cpu}")).nth(1)?;
+    let ms = |name: &str| -> Option<f64> {
+        section
+            .lines()
+            .find(|l| l.trim_start().starts_with(name) && l.contains(':'))?
+            .split(':')
+            .nth(1)?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let (clock, task) = (ms(".clock ")?, ms(".clock_task ")?);
+    Some(((clock - task) * 1e6).round() as u64)
+}
+
 #[test]
 fn the_kernels_own_accounting_and_the_switch_by_switch_validator_agree() {
     let _g = serial();
@@ -186,11 +213,15 @@ fn the_kernels_own_accounting_and_the_switch_by_switch_validator_agree() {
     // run_delay to 10 us). The validator counts such a switch (no_switch) and a wakeup it
     // missed (no_wake): that run is no account of the thread, and is run again.
     let mut blind = Vec::new();
-    let (reads, kernel) = loop {
+    let (reads, kernel, steal) = loop {
+        let before = steal_ns(0);
         let (reads, kernel) = reader_beside_a_spinner_traced_by(&[&[], &["--shadow-switches"]]);
+        let steal = before
+            .zip(steal_ns(0))
+            .map_or(0, |(b, a)| a.saturating_sub(b));
         let drops = &reads[1].1;
         if drops["no_switch"] == 0 && drops["no_wake"] == 0 {
-            break (reads, kernel);
+            break (reads, kernel, steal);
         }
         blind.push(drops.clone());
         assert!(
@@ -199,7 +230,13 @@ fn the_kernels_own_accounting_and_the_switch_by_switch_validator_agree() {
         );
     };
     let (ours, validator) = (&reads[0].0, &reads[1].0);
-    let grain = kernel["timeslices"] * 10_000 + 400_000;
+    // The two clocks differ by definition by the steal time while the reader was on its CPU
+    // (CPU 0, pinned): ours is the scheduler's clock_task, which leaves steal out (our time off
+    // a CPU takes it, and the exit spreads it over the sleeps), the validator's is ktime
+    // between switches, which keeps it. No figure gives it per stint; the steal CPU 0
+    // accounted over the whole run bounds it (CPU 0 stole about 6% of its time under CI's
+    // load, 87 chunks over 1 ms in 19.8 s, 2026-11-27).
+    let grain = kernel["timeslices"] * 10_000 + 400_000 + steal;
     let total = |r: &Value| r["breakdown"]["total_ns"].as_u64().unwrap();
     // Their programs run one after the other on the same hooks, and the first call of a
     // thread makes its state: 18.8 us apart on the CI host's 6.18 (2026-11-26).
@@ -227,7 +264,7 @@ fn the_kernels_own_accounting_and_the_switch_by_switch_validator_agree() {
     ] {
         assert!(
             a.abs_diff(b) <= grain,
-            "{what}: {a} ns vs the validator's {b} ns (at most {grain} apart): {ours} vs {validator}"
+            "{what}: {a} ns vs the validator's {b} ns (at most {grain} apart, {steal} ns of it CPU 0's steal over the run): {ours} vs {validator}"
         );
     }
     assert!(

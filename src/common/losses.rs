@@ -21,7 +21,8 @@ pub enum Loss {
     /// Completed per /proc/diskstats, never seen by the BPF programs.
     Unseen,
     /// A sleep whose wakeup no program saw (the kernel did not run it): its cause is unknown,
-    /// and the sleep is charged by the kernel's in_iowait flag alone.
+    /// and the sleep is charged by the kernel's in_iowait flag alone (the validator), or the
+    /// call's sleeps by those seen (iostack: fewer wakeups seen than voluntary switches).
     NoWake,
     /// An end the kernel did not run our program for: it would have run nested in itself on
     /// one CPU (the program's `recursion_misses`, read from the kernel).
