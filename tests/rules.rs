@@ -29,7 +29,7 @@ fn promtool_accepts_the_rules() {
     let out = promtool(&["check", "rules", RULES]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && said.contains("SUCCESS: 10 rules found"),
+        out.status.success() && said.contains("SUCCESS: 11 rules found"),
         "{said}{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -205,6 +205,21 @@ fn the_loss_and_layer_alerts_fire_on_trouble_and_not_on_a_healthy_host() {
                 ),
                 "0+4x20 96+4x39",
             ),
+            // 3,000 calls a minute, a wakeup unseen now and then (3 in 175,000 on the CI host).
+            series(
+                &on(
+                    instance,
+                    r#"iostack_calls_total{instance="INSTANCE",job="iostack",op="read"}"#,
+                ),
+                "0+3000x60",
+            ),
+            series(
+                &on(
+                    instance,
+                    r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="no_wake"}"#,
+                ),
+                "0x20 1x20 3x19",
+            ),
             series(
                 &on(
                     instance,
@@ -231,6 +246,15 @@ fn the_loss_and_layer_alerts_fire_on_trouble_and_not_on_a_healthy_host() {
         series(
             &on(sick, r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="block",reason="unseen"}"#),
             "0+20x60",
+        ),
+        // 500 calls a minute, 10 of them with a wakeup unseen (2%).
+        series(
+            &on(sick, r#"iostack_calls_total{instance="INSTANCE",job="iostack",op="sync"}"#),
+            "0+500x60",
+        ),
+        series(
+            &on(sick, r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="no_wake"}"#),
+            "0+10x60",
         ),
         // A map that overflowed once.
         series(
@@ -266,6 +290,8 @@ fn the_loss_and_layer_alerts_fire_on_trouble_and_not_on_a_healthy_host() {
                  "exp_alerts": [sick_alert("IostackIosUnseen", &unseen)]},
                 {"eval_time": "59m", "alertname": "IostackIosUnseen",
                  "exp_alerts": [sick_alert("IostackIosUnseen", &unseen)]},
+                {"eval_time": "40m", "alertname": "IostackWakeupsUnseen",
+                 "exp_alerts": [sick_alert("IostackWakeupsUnseen", &[("layer", "breakdown"), ("reason", "no_wake")])]},
                 {"eval_time": "35m", "alertname": "IostackEventsLost",
                  "exp_alerts": [sick_alert("IostackEventsLost", &[("layer", "breakdown"), ("reason", "start_full")])]},
                 {"eval_time": "59m", "alertname": "IostackEventsLost", "exp_alerts": []},
@@ -437,6 +463,7 @@ fn the_rules_unit_tests_pass_on_series_recorded_from_the_exporter() {
                 },
                 {"eval_time": end, "alertname": "IostackEventsLost", "exp_alerts": []},
                 {"eval_time": end, "alertname": "IostackIosUnseen", "exp_alerts": []},
+                {"eval_time": end, "alertname": "IostackWakeupsUnseen", "exp_alerts": []},
                 {
                     "eval_time": end,
                     "alertname": "IostackLayerDown",
