@@ -45,7 +45,7 @@
 
 use std::ffi::CString;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 
@@ -376,10 +376,15 @@ fn main() {
     let finished = Arc::new(AtomicBool::new(false));
     // The reader lives until its accounting has been read.
     let read = Arc::new(Barrier::new(2));
+    // CLOCK_MONOTONIC just before the reader's first read: the first figures are read inside
+    // it, so what the reader waited for a CPU between the two is in a tracer's account of the
+    // call and not in the figures (`lead_ns`).
+    let entered = Arc::new(AtomicU64::new(0));
     let (tx, rx) = std::sync::mpsc::channel();
     let reader = {
         let (start, done, read) = (start.clone(), done.clone(), read.clone());
         let finished = finished.clone();
+        let entered = entered.clone();
         let prime_path = c_path.clone();
         thread::spawn(move || {
             if spin {
@@ -400,6 +405,7 @@ fn main() {
             // SAFETY: a non-zero layout; freed below.
             let buf = unsafe { std::alloc::alloc(layout) };
             start.wait();
+            entered.store(monotonic_ns(), Ordering::Relaxed);
             if buffered {
                 // SAFETY: reads at most `size` bytes into the buffer we allocated.
                 if unsafe { libc::read(fd, buf.cast(), size) } < 0 {
@@ -490,13 +496,16 @@ fn main() {
         let _ = s.join();
     }
     println!(
-        "reads {} elapsed_ns {} exec_ns {} run_delay_ns {} timeslices {} blkio_ticks {} requests_missed {}",
+        "reads {} elapsed_ns {} exec_ns {} run_delay_ns {} timeslices {} blkio_ticks {} requests_missed {} lead_ns {}",
         if buffered { 1 } else { n },
         after.at_ns - before.at_ns,
         after.exec_ns - before.exec_ns,
         after.run_delay_ns - before.run_delay_ns,
         after.timeslices - before.timeslices,
         after.blkio_ticks - before.blkio_ticks,
-        late
+        late,
+        before
+            .at_ns
+            .saturating_sub(entered.load(Ordering::Relaxed))
     );
 }
