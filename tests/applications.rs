@@ -11,10 +11,6 @@ use serde_json::Value;
 use support::breakdown::*;
 use support::*;
 
-fn log2_bucket(ns: f64) -> u32 {
-    (ns.max(1.0)).log2().floor() as u32
-}
-
 #[test]
 fn fios_reads_are_counted_and_timed_as_fio_counts_and_times_them() {
     let _g = serial();
@@ -56,16 +52,16 @@ fn fios_reads_are_counted_and_timed_as_fio_counts_and_times_them() {
     for (ours_p, fio_p) in [("p50_ns", "50.000000"), ("p99_ns", "99.000000")] {
         let a = ours["layers"]["syscall"][ours_p].as_f64().unwrap();
         let b = read["clat_ns"]["percentile"][fio_p].as_f64().unwrap();
-        // fio's clock runs a little outside the call, and its percentiles are its own buckets'
-        // (1/64 wide): a percentile within 5% of a power of two may be on the other side of
-        // it from ours (fio's median 67072 ns, ours in the bucket below 65536, 1 run of 4 on
-        // the CI host, 2026-11-26).
-        let edge = 2f64.powi(log2_bucket(b) as i32);
-        let near_edge = (b - edge).abs() <= 0.05 * edge || (2.0 * edge - b).abs() <= 0.1 * edge;
+        // Both are estimates of the same reads' percentile: ours the midpoint of its log-linear
+        // bucket (8 a power of two: within 6.25% of any value in it), fio's of its own (64 a
+        // power of two: 0.8%); and fio's clock runs outside the call, by its way in and out and
+        // its own bookkeeping: 5 us a call, as tests/truth.rs allows the helper's clock (fio's
+        // median 36096 ns against ours 31744 for reads of about 33 us, a CI run of 2026-11-27,
+        // where the old check of one bucket either side of a power of two failed).
+        let resolution = (0.0625 + 0.008) * b.max(a);
         assert!(
-            log2_bucket(a) == log2_bucket(b)
-                || (near_edge && log2_bucket(a).abs_diff(log2_bucket(b)) == 1),
-            "{ours_p}: {a} ns in the bucket of fio's {fio_p}th percentile {b} ns"
+            a <= b + resolution && b <= a + resolution + 5_000.0,
+            "{ours_p}: {a} ns against fio's {fio_p}th percentile {b} ns (allowed: {resolution:.0} ns of buckets, and 5 us of fio's clock)"
         );
     }
     // Each read waits for its own read, held by blk-throttle.
