@@ -65,6 +65,12 @@ struct IostackArgs {
     /// machine, as iostack did before it read the scheduler's own accounting
     #[arg(long, hide = true)]
     shadow_switches: bool,
+
+    /// The tests' knob: how long after a completion a wakeup on its CPU may still be its doing
+    /// (default 10 ms); 0 sees no wakeup as a completion's, so that a test can show the split
+    /// holds without the marks (the mutant OWN_VIA_WAKER)
+    #[arg(long, hide = true, value_name = "NS")]
+    mark_ttl_ns: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -84,6 +90,7 @@ fn main() -> ExitCode {
         .with_svg(a.svg.clone(), common)?;
         let opts = IostackOptions {
             shadow_switches: a.shadow_switches,
+            mark_ttl_ns: a.mark_ttl_ns,
             ..opts
         };
         if opts.slow_ns.is_some() {

@@ -94,6 +94,9 @@ pub struct IostackOptions {
     /// The validator (tests): the parts from every context switch and wakeup of the machine
     /// (sched_switch, sched_wakeup) instead of the scheduler's own accounting.
     pub shadow_switches: bool,
+    /// The tests' knob (`--mark-ttl-ns`): how long a completion's mark lives (wake_cause.bpf.h's
+    /// mark_ttl_ns), when not its default.
+    pub mark_ttl_ns: Option<u64>,
 }
 
 impl IostackOptions {
@@ -132,6 +135,7 @@ impl IostackOptions {
             unit,
             svg: None,
             shadow_switches: false,
+            mark_ttl_ns: None,
         })
     }
 
@@ -322,6 +326,9 @@ fn load(
             rodata.filter_dev = opts.disk.as_ref().map_or(0, |d| d.dev);
             rodata.switch_has_state = plan.switch_has_state;
             rodata.shadow_switches = opts.shadow_switches;
+            if let Some(ttl) = opts.mark_ttl_ns {
+                rodata.mark_ttl_ns = ttl;
+            }
             rodata.req_preflush = plan.links.req_preflush;
             rodata.req_fua = plan.links.req_fua;
             for (dst, dev) in rodata.stacked_devs.iter_mut().zip(&plan.links.stacked) {

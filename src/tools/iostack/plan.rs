@@ -76,6 +76,12 @@ pub fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
 
     let (flavor, why) = tracepoint_flavor(prober, "sched_switch");
     let switch_has_state = prober.tracepoint_arity("sched_switch") == Some(4);
+    if let Some(ttl) = opts.mark_ttl_ns {
+        plan.decide(
+            "marks",
+            format!("the tests' knob: a wakeup is a completion's doing up to {ttl} ns after it (--mark-ttl-ns; 10 ms by default)"),
+        );
+    }
     if opts.shadow_switches {
         plan_switch_shadow(&mut plan, flavor, &why, switch_has_state);
     } else {
