@@ -75,6 +75,62 @@ fn throttled_direct_reads_wait_in_the_os_queue_not_on_the_device() {
     );
 }
 
+/// A direct read the block layer splits (the disk takes 64 KiB a request, the read asks for
+/// 1 MiB: 16 requests) waits for every part as its own I/O: the front parts a split cuts off
+/// never pass block_bio_queue, and take their submitter from the bio they were cut from.
+/// Counted to the request against /proc/diskstats. Where the parts lose it, each read owns only
+/// its last part and the rest are no traced call's (the mutant SPLIT_FRONT_LOST, scripts/mutants:
+/// the split's reader is still woken by its last part, which is its own, so no time moves and
+/// the truth tests cannot see it).
+#[test]
+fn a_direct_read_the_block_layer_splits_waits_for_every_part_as_its_own_io() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    std::fs::write(
+        format!("/sys/block/{}/queue/max_sectors_kb", dev.name),
+        "64",
+    )
+    .expect("a loop device's max_sectors_kb is writable");
+    let reader = Cgroup2::new("split-reader");
+    let n = 8;
+    let tool = Running::start(
+        "iostack",
+        &["--cgroup", &reader.path(), "-d", &dev.name, "-j"],
+    );
+    let before = diskstats(&dev.name);
+    run_ok(
+        "sh",
+        &[
+            "-c",
+            &format!(
+                "echo $$ > {}/cgroup.procs && exec dd if={} of=/dev/null bs=1M count={n} iflag=direct status=none",
+                reader.path(),
+                dev.path
+            ),
+        ],
+    );
+    let after = diskstats(&dev.name);
+    let (code, out, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+    let requests = after.0 - before.0;
+    assert_eq!(
+        (requests, after.1 - before.1),
+        (n * 16, 0),
+        "{n} reads of 1 MiB, 64 KiB a request"
+    );
+    let r = report(&out);
+    let read = &ops(&r)["read"];
+    assert_eq!(read["calls"], n, "exactly dd's reads of the disk: {read}");
+    assert_eq!(
+        (read["ios"].as_u64().unwrap() + unseen(&out), unwaited(&r)),
+        (requests, 0),
+        "every part of every read waited for by it (or reported unseen), none no traced call's: {r}"
+    );
+    assert_eq!(read["others_ios"], 0, "all of it the reads' own: {read}");
+    drop((reader, dev));
+}
+
 #[test]
 fn cached_reads_spend_their_time_on_cpu_and_wait_for_no_io() {
     let _g = serial();
