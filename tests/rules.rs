@@ -29,7 +29,7 @@ fn promtool_accepts_the_rules() {
     let out = promtool(&["check", "rules", RULES]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && said.contains("SUCCESS: 11 rules found"),
+        out.status.success() && said.contains("SUCCESS: 12 rules found"),
         "{said}{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -220,6 +220,14 @@ fn the_loss_and_layer_alerts_fire_on_trouble_and_not_on_a_healthy_host() {
                 ),
                 "0x20 1x20 3x19",
             ),
+            // A waker's history cut now and then (1 in 1,118,770 calls in the soak's 2 minutes).
+            series(
+                &on(
+                    instance,
+                    r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="chain_cut"}"#,
+                ),
+                "0x30 1x29",
+            ),
             series(
                 &on(
                     instance,
@@ -254,6 +262,11 @@ fn the_loss_and_layer_alerts_fire_on_trouble_and_not_on_a_healthy_host() {
         ),
         series(
             &on(sick, r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="no_wake"}"#),
+            "0+10x60",
+        ),
+        // 10 of the 500 calls a minute followed through a waker whose history was cut (2%).
+        series(
+            &on(sick, r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="chain_cut"}"#),
             "0+10x60",
         ),
         // A map that overflowed once.
@@ -292,6 +305,8 @@ fn the_loss_and_layer_alerts_fire_on_trouble_and_not_on_a_healthy_host() {
                  "exp_alerts": [sick_alert("IostackIosUnseen", &unseen)]},
                 {"eval_time": "40m", "alertname": "IostackWakeupsUnseen",
                  "exp_alerts": [sick_alert("IostackWakeupsUnseen", &[("layer", "breakdown"), ("reason", "no_wake")])]},
+                {"eval_time": "40m", "alertname": "IostackChainsCut",
+                 "exp_alerts": [sick_alert("IostackChainsCut", &[("layer", "breakdown"), ("reason", "chain_cut")])]},
                 {"eval_time": "35m", "alertname": "IostackEventsLost",
                  "exp_alerts": [sick_alert("IostackEventsLost", &[("layer", "breakdown"), ("reason", "start_full")])]},
                 {"eval_time": "59m", "alertname": "IostackEventsLost", "exp_alerts": []},
@@ -464,6 +479,7 @@ fn the_rules_unit_tests_pass_on_series_recorded_from_the_exporter() {
                 {"eval_time": end, "alertname": "IostackEventsLost", "exp_alerts": []},
                 {"eval_time": end, "alertname": "IostackIosUnseen", "exp_alerts": []},
                 {"eval_time": end, "alertname": "IostackWakeupsUnseen", "exp_alerts": []},
+                {"eval_time": end, "alertname": "IostackChainsCut", "exp_alerts": []},
                 {
                     "eval_time": end,
                     "alertname": "IostackLayerDown",
