@@ -597,6 +597,21 @@ static __always_inline void call_settle(struct call_state *st, struct task_struc
 		}
 		return;
 	}
+	/* The kernel's run_delay is not always the run queue: a thread that sleeps under 6.12's
+	 * delayed dequeue stays on its run queue, the load balancer may move it while it
+	 * sleeps, and the move counts the rest of the sleep as waiting for a CPU (a writer's
+	 * run_delay rose 1084 ms in a 1194 ms write that slept on the inode's lock for most of
+	 * it; another's 105 ms while its thread waited 1.2 ms for a CPU by ftrace's sched_waking
+	 * and sched_switch; TCG guest, 2026-11-28). The sleeps' own lengths bound it: with the
+	 * clocks' offset read now (exec_start is when the thread last took its CPU or ticked, so
+	 * this reads late, never early), what the sleeps leave of its time off a CPU is at least
+	 * what it waited for one. */
+	v = (__s64)off - (raw - (__s64)n * ((__s64)now - thread_left_cpu(t, typed)));
+	if (v >= 0 && (__u64)v < runq) {
+		runq = v;
+		sleeps = off - runq;
+		st->parts[PART_RUN_QUEUE] = runq;
+	}
 	d = div_signed(raw - (__s64)sleeps, n);
 	clock_offset = d;
 	for (int i = PART_IO_QUEUE; i < PARTS; i++) {

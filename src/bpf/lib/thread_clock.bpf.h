@@ -58,6 +58,13 @@ static __always_inline __s64 thread_left_cpu(struct task_struct *t, bool typed)
 	return (__s64)IOSTACK_GET(typed, t, se.exec_start) + rq_clock_lag(t, typed);
 }
 
+/* Whether thread_left_cpu means anything: moving a thread to another CPU zeroes exec_start
+ * (migrate_task_rq_fair: "no longer consider this task hot") until it next runs. */
+static __always_inline bool thread_left_cpu_known(struct task_struct *t, bool typed)
+{
+	return IOSTACK_GET(typed, t, se.exec_start) != 0;
+}
+
 static __always_inline void thread_clock_read(struct task_struct *t, bool typed,
 					      struct thread_clock *c)
 {

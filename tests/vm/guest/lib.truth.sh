@@ -63,11 +63,13 @@ limit() {
 
 # pattern NAME DISK PATTERN FILE N [IOSTACK ARGS]: io_patterns' PATTERN in the truth cgroup,
 # traced by iostack -d DISK (its thread, or its process when it has several); the helper's
-# output in NAME.wl, iostack's report in NAME.out.
+# output in NAME.wl, iostack's report in NAME.out. With $pin set (e.g. "taskset -c 0"), the
+# helper runs under it.
 pattern() {
   _n=$1 _d=$2 _p=$3 _f=$4 _c=$5
   shift 5
-  "$iop" "$_p" "$_f" "$_c" --cgroup "$cg" >"$IOSTACK_WORK/$_n.wl" 2>&1 &
+  # shellcheck disable=SC2086 # $pin: the words on purpose
+  ${pin:-} "$iop" "$_p" "$_f" "$_c" --cgroup "$cg" >"$IOSTACK_WORK/$_n.wl" 2>&1 &
   _w=$!
   if ! wait_for_line 60 '^ready' "$IOSTACK_WORK/$_n.wl"; then
     kill -KILL "$_w" 2>/dev/null
