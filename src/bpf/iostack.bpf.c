@@ -255,7 +255,8 @@ static __always_inline int waking_args(__u64 *args, bool typed)
 	/* Woken before it could sleep, or while it leaves its CPU: no sleep yet. If it does switch
 	 * out meanwhile, that voluntary switch's wakeup was seen here (call_settle): not a loss.
 	 * Counted as one, it made most host runs of a buffered sequential read report no_wake
-	 * (1-61 a run, 6 runs of 7; none with this, 8 of 8; 2026-11-28). */
+	 * (1-61 a run, 6 runs of 7; none with this, 9 runs of 9; the soak's 2 minutes: 2,746 before, 27
+	 * after, of about 1.07 million calls; 2026-11-28). */
 	if (thread_on_cpu(p, typed)) {
 		if (st)
 			st->woken_leaving++;
