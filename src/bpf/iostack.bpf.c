@@ -275,6 +275,7 @@ static __always_inline int waking_args(__u64 *args, bool typed)
 		if (!st)
 			return 0;
 		left = (__s64)st->last - clock_offset;
+		st->moved_asleep = 1;
 	}
 	if (iowait)
 		io_wait_ended(tid, left, now);
@@ -625,6 +626,7 @@ static __always_inline int on_sys_enter(long id, __u64 fd)
 	st->via_waker_ns = 0;
 	st->via_pid = 0;
 	st->woken_leaving = 0;
+	st->moved_asleep = 0;
 	st->fd = fd;
 	st->nr = id;
 	st->op = slot;

@@ -76,7 +76,8 @@ struct call_state {
 	__u8 iowait;        /* the sleep in progress is an I/O wait (in_iowait) */
 	__u8 has_io;        /* it submitted a bio or slept: its thread's call_io is bound to it */
 	__u8 woken_part;    /* STATE_WOKEN: the part that ended the sleep */
-	__u8 pad[3];
+	__u8 moved_asleep;  /* a sleep of it was moved to another CPU (its run_delay is no run queue) */
+	__u8 pad[2];
 	__u32 ios;          /* requests it waited for that were not its own */
 	__u32 others_ios;   /* of them, those someone else submitted (REQ_OTHERS) */
 	__u32 nreq;         /* of them in reqs[] */
@@ -608,11 +609,14 @@ static __always_inline void call_settle(struct call_state *st, struct task_struc
 	 * run_delay rose 1084 ms in a 1194 ms write that slept on the inode's lock for most of
 	 * it; another's 105 ms while its thread waited 1.2 ms for a CPU by ftrace's sched_waking
 	 * and sched_switch; TCG guest, 2026-11-28). The sleeps' own lengths bound it: with the
-	 * clocks' offset read now (exec_start is when the thread last took its CPU or ticked, so
-	 * this reads late, never early), what the sleeps leave of its time off a CPU is at least
-	 * what it waited for one. */
+	 * clocks' offset read now (exec_start is when the thread last took its CPU or ticked),
+	 * what the sleeps leave of its time off a CPU is what it waited for one. Only then: that
+	 * bound is n times one reading of the offset, and under TCG beside a busy host the
+	 * offset read at a tiny sleep's end wandered 11 ms within one read's second, the exit's
+	 * 5 ms below all of them (6.1 guest, 2026-11-28), so that the bound of a read that never
+	 * moved was 24 ms below zero once in 12 runs, and CI's 2.4 ms where schedstat gave 44.7. */
 	v = (__s64)off - (raw - (__s64)n * ((__s64)now - thread_left_cpu(t, typed)));
-	if (v >= 0 && (__u64)v < runq) {
+	if (st->moved_asleep && v >= 0 && (__u64)v < runq) {
 		runq = v;
 		sleeps = off - runq;
 		st->parts[PART_RUN_QUEUE] = runq;
