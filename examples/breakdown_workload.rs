@@ -444,6 +444,9 @@ fn main() {
     }
     // The disk's count before any of the reader's requests.
     let reads_before = if spin && waits { disk_reads(path) } else { 0 };
+    // Reads that never wait (`cached`, `pipe`): the figures are read before the reader may
+    // start, so that they hold all of its calls.
+    let early = (!waits).then(|| accounting(pid, reader_tid));
     start.wait();
     // `late`: how many of the reader's requests the disk had done when the first figures were
     // read (0: read in the wait for its first, as they should be; --spin, which names a disk).
@@ -460,7 +463,7 @@ fn main() {
             },
         )
     } else {
-        (accounting(pid, reader_tid), 0)
+        (early.expect("read when the reads do not wait"), 0)
     };
     if spin {
         set_waking(reader_tid as libc::pid_t, false);

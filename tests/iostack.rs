@@ -144,7 +144,7 @@ fn cached_reads_spend_their_time_on_cpu_and_wait_for_no_io() {
     );
     let tid = helper.ready[0].clone();
     let tool = Running::start("iostack", &["--tid", &tid, "-j"]);
-    helper.run();
+    let kernel = figures(&helper.run());
     let (code, out, err) = tool.interrupt();
     let _ = std::fs::remove_file(&file);
     assert_eq!(code, 0, "{err}");
@@ -153,10 +153,22 @@ fn cached_reads_spend_their_time_on_cpu_and_wait_for_no_io() {
     assert_eq!(read["calls"], n, "{read}");
     assert_eq!(read["ios"], 0, "{read}");
     assert_eq!(io_wait(read), 0, "no block I/O: {read}");
-    let cpu = part(read, "on_cpu_ns");
-    for p in PARTS {
-        assert!(cpu >= part(read, p), "on CPU is the largest part: {read}");
-    }
+    // The reads never sleep: their time is on a CPU, or waiting for one when something else
+    // took it. That wait is the kernel's (schedstat's run_delay, read at the calls' entry and
+    // exit), so it is within the reader's run_delay over all its reads; it can be the larger
+    // part (CI, 2026-11-28, beside the other lanes' builds: one read of 2,000 preempted for
+    // 1.68 ms, their time on a CPU 1.30 ms in all).
+    let (cpu, runq) = (part(read, "on_cpu_ns"), part(read, "run_queue_ns"));
+    assert_eq!(
+        cpu + runq,
+        part(read, "total_ns"),
+        "on a CPU or waiting for one, nothing else: {read}"
+    );
+    assert!(
+        runq <= kernel["run_delay_ns"],
+        "waited for a CPU within what the kernel counted for the reader ({kernel:?}): {read}"
+    );
+    assert!(cpu > 0, "{read}");
 }
 
 #[test]
