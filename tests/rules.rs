@@ -189,46 +189,40 @@ fn the_loss_and_layer_alerts_fire_on_trouble_and_not_on_a_healthy_host() {
     let restarted = "db-19:9709";
     let on = |instance: &str, series: &str| series.replace("INSTANCE", instance);
     let series = |name: &str, values: &str| json!({"series": name, "values": values});
+    // An instance's reads of a disk and its calls of one op, with the three losses the rate
+    // alerts divide by them; promtool's values, in this order: I/Os, unseen, calls, no_wake,
+    // chain_cut.
+    let rates = |instance: &str, op: &str, values: [&str; 5]| {
+        [
+            r#"iostack_block_latency_seconds_count{disk="vda",instance="INSTANCE",job="iostack",op="read"}"#.to_string(),
+            r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="block",reason="unseen"}"#.to_string(),
+            format!(r#"iostack_calls_total{{instance="INSTANCE",job="iostack",op="{op}"}}"#),
+            r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="no_wake"}"#.to_string(),
+            r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="chain_cut"}"#.to_string(),
+        ]
+        .iter()
+        .zip(values)
+        .map(|(name, v)| series(&on(instance, name), v))
+        .collect::<Vec<_>>()
+    };
     let healthy_series = |instance: &str| {
-        vec![
-            // 100,000 I/Os a minute; 4 unseen a minute, and a burst of 16 at minute 20.
-            series(
-                &on(
-                    instance,
-                    r#"iostack_block_latency_seconds_count{disk="vda",instance="INSTANCE",job="iostack",op="read"}"#,
-                ),
+        let mut s = rates(
+            instance,
+            "read",
+            [
+                // 100,000 I/Os a minute; 4 unseen a minute, and a burst of 16 at minute 20.
                 "0+100000x60",
-            ),
-            series(
-                &on(
-                    instance,
-                    r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="block",reason="unseen"}"#,
-                ),
                 "0+4x20 96+4x39",
-            ),
-            // 3,000 calls a minute, a wakeup unseen now and then (3 in 175,000 on the CI host).
-            series(
-                &on(
-                    instance,
-                    r#"iostack_calls_total{instance="INSTANCE",job="iostack",op="read"}"#,
-                ),
+                // 3,000 calls a minute, a wakeup unseen now and then (3 in 175,000 on the CI
+                // host).
                 "0+3000x60",
-            ),
-            series(
-                &on(
-                    instance,
-                    r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="no_wake"}"#,
-                ),
                 "0x20 1x20 3x19",
-            ),
-            // A waker's history cut now and then (1 in 1,118,770 calls in the soak's 2 minutes).
-            series(
-                &on(
-                    instance,
-                    r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="chain_cut"}"#,
-                ),
+                // A waker's history cut now and then (1 in 1,118,770 calls in the soak's 2
+                // minutes).
                 "0x30 1x29",
-            ),
+            ],
+        );
+        s.extend([
             series(
                 &on(
                     instance,
@@ -243,58 +237,34 @@ fn the_loss_and_layer_alerts_fire_on_trouble_and_not_on_a_healthy_host() {
                 ),
                 "0x60",
             ),
-        ]
+        ]);
+        s
     };
     let mut input = healthy_series(INSTANCE);
-    input.extend([
-        // A quiet disk: 1,000 I/Os a minute, 20 of them unseen (2%).
-        series(
-            &on(sick, r#"iostack_block_latency_seconds_count{disk="vda",instance="INSTANCE",job="iostack",op="read"}"#),
-            "0+1000x60",
-        ),
-        series(
-            &on(sick, r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="block",reason="unseen"}"#),
-            "0+20x60",
-        ),
-        // 500 calls a minute, 10 of them with a wakeup unseen (2%).
-        series(
-            &on(sick, r#"iostack_calls_total{instance="INSTANCE",job="iostack",op="sync"}"#),
-            "0+500x60",
-        ),
-        series(
-            &on(sick, r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="no_wake"}"#),
-            "0+10x60",
-        ),
-        // 10 of the 500 calls a minute followed through a waker whose history was cut (2%).
-        series(
-            &on(sick, r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="chain_cut"}"#),
-            "0+10x60",
-        ),
-        // An exporter just restarted beside CI's builds and VMs: its first second (a minute
-        // here, as in the soak) had a burst of unseen wakeups past 1% of its calls (the soak's
-        // IostackWakeupsUnseen at its minute 1, 2026-11-28), and so may unseen I/Os and cut
-        // chains; then the healthy rates. A window just after a restart holds little more than
-        // the burst: no alert (the rates' `for: 5m`).
-        series(
-            &on(restarted, r#"iostack_block_latency_seconds_count{disk="vda",instance="INSTANCE",job="iostack",op="read"}"#),
+    // A quiet disk: 1,000 I/Os a minute, 20 of them unseen (2%); 500 calls a minute, 10 of them
+    // with a wakeup unseen (2%), and 10 followed through a waker whose history was cut (2%).
+    input.extend(rates(
+        sick,
+        "sync",
+        ["0+1000x60", "0+20x60", "0+500x60", "0+10x60", "0+10x60"],
+    ));
+    // An exporter just restarted beside CI's builds and VMs: its first second (a minute here,
+    // as in the soak) had a burst of unseen wakeups past 1% of its calls (the soak's
+    // IostackWakeupsUnseen at its minute 1, 2026-11-28), and so may unseen I/Os and cut chains;
+    // then the healthy rates. A window just after a restart holds little more than the burst:
+    // no alert (the rates' `for: 5m`).
+    input.extend(rates(
+        restarted,
+        "read",
+        [
             "0+8000x60",
-        ),
-        series(
-            &on(restarted, r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="block",reason="unseen"}"#),
             "0 100+1x59",
-        ),
-        series(
-            &on(restarted, r#"iostack_calls_total{instance="INSTANCE",job="iostack",op="read"}"#),
             "0+8000x60",
-        ),
-        series(
-            &on(restarted, r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="no_wake"}"#),
             "0 120+10x59",
-        ),
-        series(
-            &on(restarted, r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="chain_cut"}"#),
             "0 100+1x59",
-        ),
+        ],
+    ));
+    input.extend([
         // A map that overflowed once.
         series(
             &on(sick, r#"iostack_lost_events_total{instance="INSTANCE",job="iostack",layer="breakdown",reason="start_full"}"#),
