@@ -27,9 +27,14 @@ with_helper() {
     shift
   done
   shift
-  # Another tool's check may have used the name: its output is no answer of ours.
+  # Another tool's check may have used the name: its output is no answer of ours. The
+  # helper's own file too, here: the background job's redirect empties it only once that job
+  # runs, and wait_for_line may read it first: a run again under the same name (agrees' second
+  # run) found the last run's ready line and traced its dead thread ("no thread with ID 2061
+  # is running": 3 of 40 runs of throttled and agrees on 6.1, 2026-11-28).
   : >"$IOSTACK_WORK/$_name.out"
   : >"$IOSTACK_WORK/$_name.err"
+  : >"$IOSTACK_WORK/$_name.wl"
   # shellcheck disable=SC2086 # the arguments are words on purpose
   "$bw" $_wargs >"$IOSTACK_WORK/$_name.wl" &
   _wpid=$!
@@ -115,8 +120,10 @@ grep -q 'vfs_read' "$ex" && ! grep -q '^  vfs  *not traced' "$ex" && hooked=1
 
 if throttle_reads "$fast" 20; then
   before=$(disk_requests "$fast")
+  before_ms=$(disk_read_ms "$fast")
   if with_helper throttled direct "/dev/$fast" 10 --cgroup "$cg" -- -d "$fast"; then
     after=$(disk_requests "$fast")
+    read_ms=$(($(disk_read_ms "$fast") - before_ms))
     calls=$(op_field throttled read calls)
     total=$(op_field throttled read breakdown.total_ns)
     q=$(op_field throttled read breakdown.io_queue_ns)
@@ -131,10 +138,16 @@ if throttle_reads "$fast" 20; then
     # a CPU or waiting for one, as the kernel counts it too; 81% of the total on a busy CI
     # host's 6.12 guest, 2026-11-26).
     kbusy=$(($(kernel_figure throttled exec_ns) + $(kernel_figure throttled run_delay_ns)))
-    detail="10 reads at 20/s: calls $calls, ios $ios, unwaited $unwaited, unseen $unseen, diskstats $((after - before)); I/O $io of $total ns (queue $q, device $d); the kernel: on a CPU or waiting for one $kbusy ns; $(parts_of throttled read)"
+    # The device's part is within the kernel's own time of the disk's reads (diskstats: from
+    # each request's start, after blk-throttle let its bio go, to its completion; summed in ns
+    # and shown in ms, so 1 ms at each reading), the helper's untraced first read included:
+    # blk-throttle's hold put on the device would pass it. (Not "a tenth of the queue": the
+    # device's own time is the host's to give: 46 ms for 10 reads against 416 ms of queue on
+    # 5.10 in a CI run, 2026-11-28.)
+    detail="10 reads at 20/s: calls $calls, ios $ios, unwaited $unwaited, unseen $unseen, diskstats $((after - before)) reads in $read_ms ms; I/O $io of $total ns (queue $q, device $d); the kernel: on a CPU or waiting for one $kbusy ns; $(parts_of throttled read)"
     if [ "$calls" = 10 ] && [ $((ios + unwaited + unseen)) = $((after - before)) ] && [ $((after - before)) = 11 ] &&
       [ -z "$bad" ] && own_off_cpu "$io" "$total" "$kbusy" 90 && own_off_cpu "$q" "$total" "$kbusy" 80 &&
-      [ $((d * 10)) -le "$q" ]; then
+      [ "$d" -le $(((read_ms + 2) * 1000000)) ]; then
       pass throttled "$detail"
     else
       fail throttled "$detail $bad"
