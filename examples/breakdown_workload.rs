@@ -1,7 +1,7 @@
 //! A reader whose calls iostack's tests know: how many, of what kind, and what the kernel's own
 //! per-thread accounting says about them.
 //!
-//! `breakdown_workload direct|cached|buffered PATH N [--cgroup DIR] [--spin]`
+//! `breakdown_workload direct|cached|buffered PATH N [--cgroup DIR] [--spin] [--whole]`
 //! `breakdown_workload pipe MS N`
 //!
 //! - `direct`: N O_DIRECT 4 KiB pread() of PATH (a disk or a file), at blocks 0, 1, 2...
@@ -42,6 +42,12 @@
 //! spinner's turn would be counted by the kernel and not by a tracer of the call: 42 ms of it
 //! seen under TCG on 6.1 and 5.10, 2026-11-25, when the reader stopped the spinner itself after
 //! its last read).
+//!
+//! `--whole`: the first figures are read before the reader starts instead, as for reads that
+//! never wait, so that they hold every call whole (and the loop between them): for a bound on
+//! the calls' time on a CPU and waiting for one. Read inside the first call, they miss its way
+//! to its first wait: 4 reads through dm-delay on 6.1 under TCG beside a CI run were on a CPU or
+//! waiting for one 76 ms by iostack, 61 ms by those figures (2026-11-28).
 
 use std::ffi::CString;
 use std::io::Write;
@@ -276,7 +282,7 @@ fn pipe() -> (i32, i32) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let usage = || {
-        die("usage: breakdown_workload direct|cached|buffered PATH N [--cgroup DIR] [--spin]\n       breakdown_workload pipe MS N".into())
+        die("usage: breakdown_workload direct|cached|buffered PATH N [--cgroup DIR] [--spin] [--whole]\n       breakdown_workload pipe MS N".into())
     };
     let (Some(mode), Some(path), Some(n)) = (args.get(1), args.get(2), args.get(3)) else {
         usage()
@@ -294,11 +300,12 @@ fn main() {
     // How many times the reader waits for the disk: once a read, or once a 4 KiB request of the
     // one buffered read (readahead off).
     let io_waits = if buffered { n.div_ceil(4096) } else { n };
-    let mut spin = false;
+    let (mut spin, mut whole) = (false, false);
     let mut rest = args[4..].iter();
     while let Some(a) = rest.next() {
         match a.as_str() {
             "--spin" => spin = true,
+            "--whole" => whole = true,
             "--cgroup" if !piped => {
                 let dir = rest.next().unwrap_or_else(|| usage());
                 std::fs::write(
@@ -444,15 +451,15 @@ fn main() {
     }
     // The disk's count before any of the reader's requests.
     let reads_before = if spin && waits { disk_reads(path) } else { 0 };
-    // Reads that never wait (`cached`, `pipe`): the figures are read before the reader may
-    // start, so that they hold all of its calls.
-    let early = (!waits).then(|| accounting(pid, reader_tid));
+    // Reads that never wait (`cached`, `pipe`), or --whole: the figures are read before the
+    // reader may start, so that they hold all of its calls.
+    let early = (!waits || whole).then(|| accounting(pid, reader_tid));
     start.wait();
     // `late`: how many of the reader's requests the disk had done when the first figures were
     // read (0: read in the wait for its first, as they should be; --spin, which names a disk).
     // Under TCG they were once read about ten requests late (5.10, 2026-11-26: 10 timeslices
     // for 20 requests), and held against the whole call they are wrong.
-    let (before, late) = if waits {
+    let (before, late) = if waits && !whole {
         accounting_asleep(
             pid,
             reader_tid,
@@ -463,7 +470,10 @@ fn main() {
             },
         )
     } else {
-        (early.expect("read when the reads do not wait"), 0)
+        (
+            early.expect("read when the reads do not wait, or --whole"),
+            0,
+        )
     };
     if spin {
         set_waking(reader_tid as libc::pid_t, false);
