@@ -270,9 +270,8 @@ if [ -z "$slow" ]; then
 elif ! tool_start slow -F -d "$slow" -j; then
   fail throttled "biolat -F -d $slow did not start: $(brief slow)"
 else
-  # One read spends the throttle's burst allowance (see run-all.sh); -F keeps it apart.
-  dd_read "$slow" 1 0
-  dd_write "$slow" "$SLOW_N" 128
+  # Each write behind a read that spends the throttle's allowance (lib.sh); -F keeps reads apart.
+  dd_write_throttled "$slow" "$SLOW_N" 128
   tool_stop slow
   rc=$?
   out=$(out_of slow)

@@ -113,9 +113,8 @@ if [ -z "$slow" ]; then
 elif ! tool_start slow -j 10 -d "$slow"; then
   fail throttled "bioslower 10 -d $slow did not start: $(brief slow)"
 else
-  # One read spends the throttle's burst allowance (see run-all.sh); only the writes count.
-  dd_read "$slow" 1 0
-  dd_write "$slow" "$SLOW_N" 256
+  # Each write behind a read that spends the throttle's allowance (lib.sh); only writes count.
+  dd_write_throttled "$slow" "$SLOW_N" 256
   tool_stop slow
   rc=$?
   out=$(out_of slow)

@@ -98,6 +98,19 @@ dd_write() {
     { log "dd write on $1 failed: $(cat "$IOSTACK_WORK/dd.err")"; return 1; }
 }
 
+# dd_write_throttled DISK COUNT SEEK: COUNT O_DIRECT 4 KiB writes at block SEEK of the throttled
+# DISK, each right after an O_DIRECT read of the same disk by the same dd (it copies the disk's
+# first COUNT blocks there), so each write waits for the hypervisor's throttle. QEMU's bucket
+# (run-matrix) lets the first I/O after an idle spell through at once, the next after half its
+# interval less the time since: a write right behind a read in one process waits at least 100 ms
+# less microseconds. A read by one dd and the writes by the next left the first write 100 ms less
+# the second dd's start: its lowest write was 73-90 ms in a CI run's 5.10, 6.1 and 6.12, 49.5 ms
+# in another's 6.1 (CI23, 2026-11-28), below the 50 ms the checks promise.
+dd_write_throttled() {
+  dd if="/dev/$1" of="/dev/$1" bs=4096 count="$2" seek="$3" iflag=direct oflag=direct conv=notrunc 2>"$IOSTACK_WORK/dd.err" ||
+    { log "dd copy on $1 failed: $(cat "$IOSTACK_WORK/dd.err")"; return 1; }
+}
+
 # dd_read DISK COUNT [SKIP]: COUNT O_DIRECT 4 KiB reads.
 dd_read() {
   dd if="/dev/$1" of=/dev/null bs=4096 count="$2" skip="${3:-0}" iflag=direct 2>"$IOSTACK_WORK/dd.err" ||
