@@ -27,17 +27,12 @@ with_helper() {
     shift
   done
   shift
-  # Another tool's check may have used the name: its output is no answer of ours. The
-  # helper's own file too, here: the background job's redirect empties it only once that job
-  # runs, and wait_for_line may read it first: a run again under the same name (agrees' second
-  # run) found the last run's ready line and traced its dead thread ("no thread with ID 2061
-  # is running": 3 of 40 runs of throttled and agrees on 6.1, 2026-11-28).
+  # Another tool's check may have used the name: its output is no answer of ours.
   : >"$IOSTACK_WORK/$_name.out"
   : >"$IOSTACK_WORK/$_name.err"
-  : >"$IOSTACK_WORK/$_name.wl"
   # shellcheck disable=SC2086 # the arguments are words on purpose
-  "$bw" $_wargs >"$IOSTACK_WORK/$_name.wl" &
-  _wpid=$!
+  start_logged "$IOSTACK_WORK/$_name.wl" "$bw" $_wargs
+  _wpid=$started
   # Up to 60 s for its first line (a 20 s wait ran out once under TCG in CI, 2026-11-25, with
   # nothing in the log to say why: what it did print, and whether it lives, is logged now).
   wait_for_line 60 '^ready' "$IOSTACK_WORK/$_name.wl"

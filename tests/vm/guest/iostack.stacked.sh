@@ -73,9 +73,8 @@ dm_check() {
   limit "$_dm" "riops=10"
   dd_read "$_dm" 1 0
   tool_run "${_c}_x" --explain -d "$_dm"
-  : >"$IOSTACK_WORK/$_c.wl"
-  "$helpers/breakdown_workload" direct "/dev/$_dm" 4 --cgroup "$cg" --whole >"$IOSTACK_WORK/$_c.wl" &
-  _w=$!
+  start_logged "$IOSTACK_WORK/$_c.wl" "$helpers/breakdown_workload" direct "/dev/$_dm" 4 --cgroup "$cg" --whole
+  _w=$started
   wait_for_line 60 '^ready' "$IOSTACK_WORK/$_c.wl"
   before=$(disk_requests "$fast")
   # Beside it, -d of the disk under the device: the calls on the device over it are the

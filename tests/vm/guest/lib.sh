@@ -515,6 +515,20 @@ text_unseen() {
     END { print n + 0 }' "$1"
 }
 
+# start_logged FILE CMD [ARG...]: CMD in the background, its output and errors in FILE, its pid
+# in $started. FILE is emptied first: the job's own redirect empties it only once the job runs,
+# and a wait_for_line on it may look first and find a last run's lines (a run again under the
+# same name found the last run's ready line and traced its dead thread, "no thread with ID 2061
+# is running": 3 of 40 runs of 6.1's throttled and agrees, 2026-11-28).
+start_logged() {
+  _sl_file=$1
+  shift
+  : >"$_sl_file"
+  "$@" >"$_sl_file" 2>&1 &
+  # shellcheck disable=SC2034 # the caller reads it
+  started=$!
+}
+
 # wait_for_line SECONDS PATTERN FILE...: waits until one of the files has a line matching
 # PATTERN (a helper's `ready`, a tool's banner); non-zero if none has after SECONDS. It looks
 # five times a second: at twenty (a grep and a sleep forked every 50 ms), helpers waited in

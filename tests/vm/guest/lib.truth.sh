@@ -69,10 +69,8 @@ pattern() {
   _n=$1 _d=$2 _p=$3 _f=$4 _c=$5
   shift 5
   # shellcheck disable=SC2086 # $pin: the words on purpose
-  # Emptied first: the job's redirect does it only once the job runs (iostack.sh's with_helper).
-  : >"$IOSTACK_WORK/$_n.wl"
-  ${pin:-} "$iop" "$_p" "$_f" "$_c" --cgroup "$cg" >"$IOSTACK_WORK/$_n.wl" 2>&1 &
-  _w=$!
+  start_logged "$IOSTACK_WORK/$_n.wl" ${pin:-} "$iop" "$_p" "$_f" "$_c" --cgroup "$cg"
+  _w=$started
   if ! wait_for_line 60 '^ready' "$IOSTACK_WORK/$_n.wl"; then
     kill -KILL "$_w" 2>/dev/null
     log "io_patterns $_p never got ready: $(head -c 300 "$IOSTACK_WORK/$_n.wl")"
