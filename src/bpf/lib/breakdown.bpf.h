@@ -615,11 +615,13 @@ static __always_inline void call_settle(struct call_state *st, struct task_struc
 	 * offset read at a tiny sleep's end wandered 11 ms within one read's second, the exit's
 	 * 5 ms below all of them (6.1 guest, 2026-11-28), so that the bound of a read that never
 	 * moved was 24 ms below zero once in 12 runs, and CI's 2.4 ms where schedstat gave 44.7. */
-	v = (__s64)off - (raw - (__s64)n * ((__s64)now - thread_left_cpu(t, typed)));
-	if (st->moved_asleep && v >= 0 && (__u64)v < runq) {
-		runq = v;
-		sleeps = off - runq;
-		st->parts[PART_RUN_QUEUE] = runq;
+	if (st->moved_asleep) {
+		v = (__s64)off - (raw - (__s64)n * ((__s64)now - thread_left_cpu(t, typed)));
+		if (v >= 0 && (__u64)v < runq) {
+			runq = v;
+			sleeps = off - runq;
+			st->parts[PART_RUN_QUEUE] = runq;
+		}
 	}
 	d = div_signed(raw - (__s64)sleeps, n);
 	clock_offset = d;
