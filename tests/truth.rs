@@ -142,7 +142,8 @@ fn share(part_ns: u64, of: u64) -> f64 {
 /// on 5.10 or 6.1.
 fn delayed_dequeue() -> bool {
     std::fs::read("/sys/kernel/btf/vmlinux")
-        .map(|btf| btf.windows(13).any(|w| w == b"sched_delayed"))
+        // The name whole, one string of BTF's table (6.1 has perf_sched_delayed).
+        .map(|btf| btf.windows(15).any(|w| w == b"\0sched_delayed\0"))
         .unwrap_or(false)
 }
 

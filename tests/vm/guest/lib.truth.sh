@@ -27,9 +27,10 @@ btrfs=${IOSTACK_BTRFS_DISK:-}
 # Delay accounting is off by default from 5.14 (on in 5.10, where the knob does not exist).
 echo 1 >/proc/sys/kernel/task_delayacct 2>/dev/null
 # The scheduler's delayed dequeue (6.12+: sched_entity.sched_delayed), under which delay
-# accounting counts I/O waits from stale starts (own_check).
+# accounting counts I/O waits from stale starts (own_check). The name whole, one string of BTF's
+# table: a search for the text found 6.1's perf_sched_delayed, and 6.1's I/O wait was never used.
 delayed_dequeue=0
-grep -q sched_delayed /sys/kernel/btf/vmlinux 2>/dev/null && delayed_dequeue=1
+tr '\000' '\n' </sys/kernel/btf/vmlinux 2>/dev/null | grep -qx sched_delayed && delayed_dequeue=1
 
 # na_each WHY CHECK...: each NA for WHY: the sourcing script names every check it reports in
 # $checks, so that a machine that can run none says so of each.
