@@ -43,14 +43,28 @@
 //! seen under TCG on 6.1 and 5.10, 2026-11-25, when the reader stopped the spinner itself after
 //! its last read).
 //!
-//! `--whole`: the first figures are read before the reader starts instead, as for reads that
-//! never wait, so that they hold every call whole (and the loop between them): for a bound on
-//! the calls' time on a CPU and waiting for one. Read inside the first call, they miss its way
-//! to its first wait: 4 reads through dm-delay on 6.1 under TCG beside a CI run were on a CPU or
-//! waiting for one 76 ms by iostack, 61 ms by those figures (2026-11-28).
+//! `--whole`: the first figures are read before the reader's first call instead, as for reads
+//! that never wait, so that they hold every call whole (and the loop between them): for a bound
+//! on the calls' time on a CPU and waiting for one. Read inside the first call, they miss its
+//! way to its first wait: 4 reads through dm-delay on 6.1 under TCG beside a CI run were on a
+//! CPU or waiting for one 76 ms by iostack, 61 ms by those figures (2026-11-28).
+//!
+//! Those first figures are read once the reader is awake and on a CPU (its time there from its
+//! CPU clock), not while it sleeps before its calls: the kernel's figures once counted such a
+//! sleep as waiting for a CPU. 4 reads through dm-linear in 445 ms were, by figures read while
+//! the reader slept (~10 s, while three tracers started), on a CPU or waiting for one 9495 ms
+//! (6.12 under TCG, CI, 2026-11-28; the check took as long as its neighbours, so no 9 s went by
+//! unseen). run_delay grows only when the thread is put on a CPU or taken off a run queue, by
+//! the time since the scheduler last queued it (sched_info.last_queued): a clock left running
+//! over a sleep is paid in at the thread's first run after it, so figures read after that run
+//! hold none of it. Which path left it running is not known: 6.12's delayed dequeue keeps a
+//! sleeper queued, and broke sched_info's pairing when it came (lkml, "[REGRESSION] ...
+//! Implement delayed dequeue", 2024-10); 30 sleepers moved to another CPU while asleep under
+//! the same guest kept run_delay below 5 ms.
 
 use std::ffi::CString;
 use std::io::Write;
+use std::os::unix::thread::JoinHandleExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -170,6 +184,35 @@ fn accounting(pid: u32, tid: i32) -> Accounting {
         timeslices,
         blkio_ticks: ticks,
     }
+}
+
+/// The kernel's figures for a thread that is awake (running, or about to): its time on a CPU
+/// from its CPU clock, which adds the time since the scheduler last charged it (schedstat's
+/// figure lags by that while it runs); run_delay and the rest as `accounting` reads them.
+fn accounting_awake(pid: u32, tid: i32, thread: libc::pthread_t) -> Accounting {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: the thread is alive (it waits for us to read this); writes the clock id we own.
+    let err = unsafe { libc::pthread_getcpuclockid(thread, &mut clock) };
+    if err != 0 {
+        die(format!(
+            "pthread_getcpuclockid: {}",
+            std::io::Error::from_raw_os_error(err)
+        ));
+    }
+    let mut figures = accounting(pid, tid);
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        die(format!(
+            "the reader's CPU clock: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    figures.exec_ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    figures
 }
 
 /// One O_DIRECT read of block `block` (past the reader's), by the main thread.
@@ -387,11 +430,20 @@ fn main() {
     // it, so what the reader waited for a CPU between the two is in a tracer's account of the
     // call and not in the figures (`lead_ns`).
     let entered = Arc::new(AtomicU64::new(0));
+    // Figures read before the reader's first call (reads that never wait, or --whole) are read
+    // while it is awake (see above): it says it is (`awake`) and spins, yielding, until they
+    // are (`go`).
+    let early = !waits || whole;
+    let (awake, go) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let (tx, rx) = std::sync::mpsc::channel();
     let reader = {
         let (start, done, read) = (start.clone(), done.clone(), read.clone());
         let finished = finished.clone();
         let entered = entered.clone();
+        let (awake, go) = (awake.clone(), go.clone());
         let prime_path = c_path.clone();
         thread::spawn(move || {
             if spin {
@@ -412,6 +464,12 @@ fn main() {
             // SAFETY: a non-zero layout; freed below.
             let buf = unsafe { std::alloc::alloc(layout) };
             start.wait();
+            if early {
+                awake.store(true, Ordering::Release);
+                while !go.load(Ordering::Acquire) {
+                    thread::yield_now();
+                }
+            }
             entered.store(monotonic_ns(), Ordering::Relaxed);
             if buffered {
                 // SAFETY: reads at most `size` bytes into the buffer we allocated.
@@ -451,10 +509,17 @@ fn main() {
     }
     // The disk's count before any of the reader's requests.
     let reads_before = if spin && waits { disk_reads(path) } else { 0 };
-    // Reads that never wait (`cached`, `pipe`), or --whole: the figures are read before the
-    // reader may start, so that they hold all of its calls.
-    let early = (!waits || whole).then(|| accounting(pid, reader_tid));
     start.wait();
+    // Reads that never wait (`cached`, `pipe`), or --whole: the figures are read before the
+    // reader's first call, so that they hold all of its calls, and once it is awake.
+    let early = early.then(|| {
+        poll("the reader to wake", || {
+            awake.load(Ordering::Acquire).then_some(())
+        });
+        let figures = accounting_awake(pid, reader_tid, reader.as_pthread_t());
+        go.store(true, Ordering::Release);
+        figures
+    });
     // `late`: how many of the reader's requests the disk had done when the first figures were
     // read (0: read in the wait for its first, as they should be; --spin, which names a disk).
     // Under TCG they were once read about ten requests late (5.10, 2026-11-26: 10 timeslices

@@ -110,7 +110,7 @@ dm_check() {
     # it while the reader runs, which its kernel counts as the reader's time on a CPU (110 ms of
     # 434 in one run on 6.12, 2026-11-26).
     busy=$(($(kernel_figure "$_c" exec_ns) + $(kernel_figure "$_c" run_delay_ns)))
-    detail="$detail; the kernel: on a CPU or waiting for one $busy ns over the reads; $(parts_of "$_c" read)"
+    detail="$detail; the kernel: on a CPU or waiting for one $busy ns over the reads ($(kernel_figure "$_c" elapsed_ns) ns from its first figures to its last); $(parts_of "$_c" read)"
     b_detail="$b_detail; $(parts_of "${_c}_below" read)"
     if [ "$reads" = 4 ] && [ "$ios" = 4 ] && own_off_cpu "$own" "$total" "$busy" &&
       [ "$unlinked" = 0 ] && [ "$below" -ge 1 ] && [ -z "$(parts_add_up "$_c")" ]; then
