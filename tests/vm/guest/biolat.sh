@@ -1,7 +1,7 @@
 #!/bin/sh
 # biolat's kernel-matrix checks. Each asserts a fact we caused: the number of I/Os we issued
-# (cross-checked with /proc/diskstats), their direction, their disk, and the latency the
-# hypervisor injected; plus that the -Q start point fits what this kernel offers.
+# (cross-checked with /proc/diskstats), their direction, their disk, and the latency a disk
+# injected (null_blk's timer); plus that the -Q start point fits what this kernel offers.
 # Runs under busybox sh (see lib.sh).
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -9,9 +9,10 @@ trap tool_cleanup EXIT
 
 N=50      # O_DIRECT 4 KiB writes, then as many reads, on the fast disk
 M=4       # writes on the other disk (-D must keep them apart)
-SLOW_N=8  # writes on the throttled disk
+SLOW_N=8  # writes on the delayed disk
 fast=${IOSTACK_FAST_DISK:?}
 other=${IOSTACK_OTHER_DISK:-}
+slow=${IOSTACK_SLOW_DISK:-}
 at=$(scratch_block)
 
 # --- explain: the attach plan, recorded, and -Q's start point checked against the kernel -----
@@ -262,32 +263,36 @@ else
   fail stamp-skew "stamp_skew failed: $(tail -n 3 "$IOSTACK_WORK/skew.out")"
 fi
 
-# --- injected latency: every I/O on the throttled disk is slower than the throttle ------------
+# --- injected latency: every write on the delayed disk takes at least its delay --------------
+# null_blk completes each request from a timer its delay after it is queued (mkinitramfs), so
+# no write can be faster, however the writes are paced.
 
-slow=${IOSTACK_SLOW_DISK:-}
-if [ -z "$slow" ]; then
-  na throttled "no throttled disk here"
-elif ! tool_start slow -F -d "$slow" -j; then
-  fail throttled "biolat -F -d $slow did not start: $(brief slow)"
+delayed=${IOSTACK_DELAYED_DISK:-}
+delay_ns=$(delayed_ns)
+if [ -z "$delayed" ]; then
+  na delayed "no delayed disk here"
+elif ! disk_present "$delayed" || [ -z "$delay_ns" ]; then
+  fail delayed "no $delayed from null_blk's timer (irqmode $(cat /sys/module/null_blk/parameters/irqmode 2>/dev/null))"
+elif ! tool_start slow -F -d "$delayed" -j; then
+  fail delayed "biolat -F -d $delayed did not start: $(brief slow)"
 else
-  # Each write behind a read that spends the throttle's allowance (lib.sh); -F keeps reads apart.
-  dd_write_throttled "$slow" "$SLOW_N" 128
+  dd_write "$delayed" "$SLOW_N"
   tool_stop slow
   rc=$?
   out=$(out_of slow)
-  floor_us=$((IOSTACK_THROTTLE_MS * 900))
+  floor_us=$((delay_ns / 1000))
   w=$(json_count_where "$out" 2 '(^|-)Write$')
   below=$(json_below "$out" 2 '(^|-)Write$' "$floor_us")
   p50=$(json_hists "$out" | awk -F'\t' '$2 ~ /(^|-)Write$/ { printf "%d", $5 / 1000; exit }')
   max=$(json_hists "$out" | awk -F'\t' '$2 ~ /(^|-)Write$/ { printf "%d", $6 / 1000; exit }')
   lowest=$(json_hists "$out" | awk -F'\t' '$2 ~ /(^|-)Write$/ { split($7, s, ","); split(s[1], v, ":"); print v[1] "-" v[2]; exit }')
-  detail="writes $w, lowest log2 slot ${lowest:-?} us, p50 ${p50:-?} us, max ${max:-?} us, $below below $floor_us us (throttle ${IOSTACK_THROTTLE_MS} ms)"
+  detail="writes $w, lowest log2 slot ${lowest:-?} us, p50 ${p50:-?} us, max ${max:-?} us, $below below $floor_us us (the disk's delay)"
   if [ "$rc" -ne 0 ]; then
-    fail throttled "exit status $rc: $(brief slow)"
+    fail delayed "exit status $rc: $(brief slow)"
   elif [ "$w" = "$SLOW_N" ] && [ "$below" = 0 ] && [ "${p50:-0}" -ge "$floor_us" ]; then
-    pass throttled "$detail"
+    pass delayed "$detail"
   else
-    fail throttled "$detail; want $SLOW_N writes, none below, p50 >= $floor_us us"
+    fail delayed "$detail; want $SLOW_N writes, none below, p50 >= $floor_us us"
   fi
 fi
 

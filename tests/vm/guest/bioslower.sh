@@ -1,7 +1,7 @@
 #!/bin/sh
 # bioslower's kernel-matrix checks. Each asserts a fact we caused: every O_DIRECT write of a dd
-# shows once, attributed to that dd; on the throttled disk every write is at least as slow as the
-# delay the hypervisor injects and `bioslower 10` reports each one; on the fast disk it stays
+# shows once, attributed to that dd; on the delayed disk (null_blk's timer) every write is at
+# least as slow as its delay and `bioslower 10` reports each one; on the fast disk it stays
 # silent; and with --stage submit -K, a queue frozen by an elevator switch shows up as slow
 # submissions whose stack names the queue-enter wait. Runs under busybox sh (see lib.sh).
 set -u
@@ -9,7 +9,7 @@ set -u
 trap tool_cleanup EXIT
 
 N=50     # O_DIRECT 4 KiB writes on the fast disk
-SLOW_N=6 # writes on the throttled disk
+SLOW_N=6 # writes on the delayed disk
 fast=${IOSTACK_FAST_DISK:?}
 slow=${IOSTACK_SLOW_DISK:-}
 at=$(scratch_block)
@@ -106,29 +106,33 @@ else
   fi
 fi
 
-# --- the throttled disk: every write slower than the injected delay, and all caught ---------
+# --- the delayed disk: every write slower than its delay, and all caught ---------------------
+# null_blk completes each request from a timer its delay after it is queued (mkinitramfs), so
+# no write can be faster, however the writes are paced.
 
-if [ -z "$slow" ]; then
-  na throttled "no throttled disk here"
-elif ! tool_start slow -j 10 -d "$slow"; then
-  fail throttled "bioslower 10 -d $slow did not start: $(brief slow)"
+delayed=${IOSTACK_DELAYED_DISK:-}
+delay_ns=$(delayed_ns)
+if [ -z "$delayed" ]; then
+  na delayed "no delayed disk here"
+elif ! disk_present "$delayed" || [ -z "$delay_ns" ]; then
+  fail delayed "no $delayed from null_blk's timer (irqmode $(cat /sys/module/null_blk/parameters/irqmode 2>/dev/null))"
+elif ! tool_start slow -j 10 -d "$delayed"; then
+  fail delayed "bioslower 10 -d $delayed did not start: $(brief slow)"
 else
-  # Each write behind a read that spends the throttle's allowance (lib.sh); only writes count.
-  dd_write_throttled "$slow" "$SLOW_N" 256
+  dd_write "$delayed" "$SLOW_N"
   tool_stop slow
   rc=$?
   out=$(out_of slow)
-  floor_ns=$((IOSTACK_THROTTLE_MS * 1000000))
   w=$(field "$out" rwbs | grep -c '^W')
-  short=$(events "$out" | grep '"rwbs":"W' | awk -v f="$floor_ns" '{
+  short=$(events "$out" | grep '"rwbs":"W' | awk -v f="$delay_ns" '{
       match($0, /"lat_ns":[0-9]+/); if (substr($0, RSTART + 9, RLENGTH - 9) + 0 < f) n++
     } END { print n + 0 }')
   lowest=$(events "$out" | grep '"rwbs":"W' | awk '{ match($0, /"lat_ms":[0-9.]+/); print substr($0, RSTART + 9, RLENGTH - 9) }' | sort -n | head -n 1)
-  detail="$w writes caught, lowest ${lowest:-?} ms, $short below the ${IOSTACK_THROTTLE_MS} ms throttle"
+  detail="$w writes caught, lowest ${lowest:-?} ms, $short below the disk's delay of $delay_ns ns"
   if [ "$rc" -eq 0 ] && [ "$w" = "$SLOW_N" ] && [ "$short" = 0 ]; then
-    pass throttled "$detail"
+    pass delayed "$detail"
   else
-    fail throttled "$detail; want $SLOW_N, none below (exit $rc: $(brief slow))"
+    fail delayed "$detail; want $SLOW_N, none below (exit $rc: $(brief slow))"
   fi
 fi
 

@@ -19,6 +19,9 @@
 #   IOSTACK_OTHER_DISK   a second disk, for per-disk checks (optional)
 #   IOSTACK_SLOW_DISK    a disk the hypervisor throttles (optional: unset on the host)
 #   IOSTACK_THROTTLE_MS  the least latency each I/O on the slow disk gets (with IOSTACK_SLOW_DISK)
+#   IOSTACK_DELAYED_DISK a null_blk disk that completes each request a fixed time after it is
+#                        queued, whatever came before (/sys/module/null_blk/parameters/
+#                        completion_nsec; mkinitramfs): unset on the host
 #
 # Serial/stdout markers, one line each (run-matrix parses nothing else):
 #   IOSTACK-CHECK <tool> <check> PASS|FAIL|NA <detail>
@@ -98,17 +101,11 @@ dd_write() {
     { log "dd write on $1 failed: $(cat "$IOSTACK_WORK/dd.err")"; return 1; }
 }
 
-# dd_write_throttled DISK COUNT SEEK: COUNT O_DIRECT 4 KiB writes at block SEEK of the throttled
-# DISK, each right after an O_DIRECT read of the same disk by the same dd (it copies the disk's
-# first COUNT blocks there), so each write waits for the hypervisor's throttle. QEMU's bucket
-# (run-matrix) lets the first I/O after an idle spell through at once, the next after half its
-# interval less the time since: a write right behind a read in one process waits at least 100 ms
-# less microseconds. A read by one dd and the writes by the next left the first write 100 ms less
-# the second dd's start: its lowest write was 73-90 ms in a CI run's 5.10, 6.1 and 6.12, 49.5 ms
-# in another's 6.1 (CI23, 2026-11-28), below the 50 ms the checks promise.
-dd_write_throttled() {
-  dd if="/dev/$1" of="/dev/$1" bs=4096 count="$2" seek="$3" iflag=direct oflag=direct conv=notrunc 2>"$IOSTACK_WORK/dd.err" ||
-    { log "dd copy on $1 failed: $(cat "$IOSTACK_WORK/dd.err")"; return 1; }
+# delayed_ns: the time the delayed disk (IOSTACK_DELAYED_DISK) takes for every request, from
+# null_blk's own parameters; empty unless it completes requests from its timer (irqmode 2).
+delayed_ns() {
+  [ "$(cat /sys/module/null_blk/parameters/irqmode 2>/dev/null)" = 2 ] &&
+    cat /sys/module/null_blk/parameters/completion_nsec
 }
 
 # dd_read DISK COUNT [SKIP]: COUNT O_DIRECT 4 KiB reads.
