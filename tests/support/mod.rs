@@ -3,6 +3,7 @@
 
 pub mod breakdown;
 pub mod browser;
+pub mod ftrace;
 pub mod prometheus;
 
 use std::fs;
