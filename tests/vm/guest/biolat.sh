@@ -267,12 +267,8 @@ fi
 # null_blk completes each request from a timer its delay after it is queued (mkinitramfs), so
 # no write can be faster, however the writes are paced.
 
-delayed=${IOSTACK_DELAYED_DISK:-}
-delay_ns=$(delayed_ns)
-if [ -z "$delayed" ]; then
-  na delayed "no delayed disk here"
-elif ! disk_present "$delayed" || [ -z "$delay_ns" ]; then
-  fail delayed "no $delayed from null_blk's timer (irqmode $(cat /sys/module/null_blk/parameters/irqmode 2>/dev/null))"
+if ! delayed_disk delayed; then
+  :
 elif ! tool_start slow -F -d "$delayed" -j; then
   fail delayed "biolat -F -d $delayed did not start: $(brief slow)"
 else

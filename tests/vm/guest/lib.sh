@@ -101,11 +101,20 @@ dd_write() {
     { log "dd write on $1 failed: $(cat "$IOSTACK_WORK/dd.err")"; return 1; }
 }
 
-# delayed_ns: the time the delayed disk (IOSTACK_DELAYED_DISK) takes for every request, from
-# null_blk's own parameters; empty unless it completes requests from its timer (irqmode 2).
-delayed_ns() {
-  [ "$(cat /sys/module/null_blk/parameters/irqmode 2>/dev/null)" = 2 ] &&
-    cat /sys/module/null_blk/parameters/completion_nsec
+# delayed_disk CHECK: sets $delayed (IOSTACK_DELAYED_DISK) and $delay_ns, the time it takes for
+# every request by null_blk's own parameters; else reports CHECK NA (no delayed disk here) or
+# FAIL (no disk, or null_blk not completing requests from its timer, irqmode 2) and returns 1.
+delayed_disk() {
+  delayed=${IOSTACK_DELAYED_DISK:-}
+  _irqmode=$(cat /sys/module/null_blk/parameters/irqmode 2>/dev/null)
+  delay_ns=$([ "$_irqmode" = 2 ] && cat /sys/module/null_blk/parameters/completion_nsec)
+  if [ -z "$delayed" ]; then
+    na "$1" "no delayed disk here"
+    return 1
+  elif ! disk_present "$delayed" || [ -z "$delay_ns" ]; then
+    fail "$1" "no $delayed from null_blk's timer (irqmode ${_irqmode:-none})"
+    return 1
+  fi
 }
 
 # dd_read DISK COUNT [SKIP]: COUNT O_DIRECT 4 KiB reads.
