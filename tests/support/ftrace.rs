@@ -55,20 +55,33 @@ impl SyscallTrace {
         let tracefs = Tracefs::ensure();
         let instance = PathBuf::from(TRACEFS).join(format!("instances/iostack-test-{tid}"));
         fs::create_dir(&instance).unwrap_or_else(|e| panic!("{}: {e}", instance.display()));
-        let write = |file: &str, value: &str| {
-            fs::write(instance.join(file), value)
-                .unwrap_or_else(|e| panic!("{}/{file}: {e}", instance.display()))
-        };
-        write("trace_clock", "mono");
-        write("set_event_pid", &tid.to_string());
-        write(&format!("events/syscalls/sys_enter_{syscall}/enable"), "1");
-        write(&format!("events/syscalls/sys_exit_{syscall}/enable"), "1");
-        write("tracing_on", "1");
-        SyscallTrace {
+        // Made first, so that a failed write below still removes the instance (Drop).
+        let trace = SyscallTrace {
             instance,
             syscall: syscall.to_string(),
             _tracefs: tracefs,
+        };
+        // A new instance copies the top level's options: the lines' shape is set here.
+        for (option, on) in [
+            ("context-info", "1"),
+            ("latency-format", "0"),
+            ("raw", "0"),
+            ("hex", "0"),
+            ("bin", "0"),
+        ] {
+            trace.write(&format!("options/{option}"), on);
         }
+        trace.write("trace_clock", "mono");
+        trace.write("set_event_pid", &tid.to_string());
+        trace.write(&format!("events/syscalls/sys_enter_{syscall}/enable"), "1");
+        trace.write(&format!("events/syscalls/sys_exit_{syscall}/enable"), "1");
+        trace.write("tracing_on", "1");
+        trace
+    }
+
+    fn write(&self, file: &str, value: &str) {
+        fs::write(self.instance.join(file), value)
+            .unwrap_or_else(|e| panic!("{}/{file}: {e}", self.instance.display()))
     }
 
     /// Each traced call's time from entry to exit, in microseconds, in order.
@@ -84,10 +97,15 @@ impl SyscallTrace {
             let (s, us) = secs.split_once('.').unwrap();
             s.parse::<u64>().unwrap() * 1_000_000 + us.parse::<u64>().unwrap()
         };
+        assert!(
+            !trace.contains("LOST"),
+            "the kernel's trace lost events: {trace}"
+        );
         let mut started = None;
         let mut out = Vec::new();
         for line in trace.lines().filter(|l| !l.starts_with('#')) {
             if let Some(at) = line.find(&enter) {
+                assert!(started.is_none(), "two entries in a row: {trace}");
                 started = Some(stamp(line, at));
             } else if let Some(at) = line.find(&exit) {
                 let begun = started
@@ -96,10 +114,6 @@ impl SyscallTrace {
                 out.push(stamp(line, at) - begun);
             }
         }
-        assert!(
-            !trace.contains("LOST"),
-            "the kernel's trace lost events: {trace}"
-        );
         out
     }
 }

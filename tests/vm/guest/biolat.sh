@@ -282,7 +282,7 @@ else
   p50=$(json_hists "$out" | awk -F'\t' '$2 ~ /(^|-)Write$/ { printf "%d", $5 / 1000; exit }')
   max=$(json_hists "$out" | awk -F'\t' '$2 ~ /(^|-)Write$/ { printf "%d", $6 / 1000; exit }')
   lowest=$(json_hists "$out" | awk -F'\t' '$2 ~ /(^|-)Write$/ { split($7, s, ","); split(s[1], v, ":"); print v[1] "-" v[2]; exit }')
-  detail="writes $w, lowest log2 slot ${lowest:-?} us, p50 ${p50:-?} us, max ${max:-?} us, $below below $floor_us us (the disk's delay)"
+  detail="writes $w, lowest log2 slot ${lowest:-?} us, p50 ${p50:-?} us, max ${max:-?} us, $below in slots wholly below $floor_us us (the disk's delay)"
   if [ "$rc" -ne 0 ]; then
     fail delayed "exit status $rc: $(brief slow)"
   elif [ "$w" = "$SLOW_N" ] && [ "$below" = 0 ] && [ "${p50:-0}" -ge "$floor_us" ]; then
