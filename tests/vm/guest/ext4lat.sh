@@ -46,8 +46,8 @@ traced_by "$workload" aio "$mnt" 8 0 0 0 aio -- &&
 
 # The VFS layer around ext4: per op, vfslat's average is at least ext4lat's on the same calls.
 if [ -x "$IOSTACK_BIN/vfslat" ]; then
-  "$workload" "$mnt" 50 30 10 10 >"$IOSTACK_WORK/order.wl" &
-  wpid=$!
+  start_logged "$IOSTACK_WORK/order.wl" "$workload" "$mnt" 50 30 10 10
+  wpid=$started
   wait_for_line 60 '^ready' "$IOSTACK_WORK/order.wl"
   IOSTACK_TOOL=vfslat
   tool_spawn order_vfs -j -p "$wpid"
@@ -87,8 +87,8 @@ else
   # warms up (QEMU translates each new code path once, at a cost that is not the programs':
   # 8,368 against 3,594 ns per operation for ext4lat's first and third rounds on 6.12), the
   # second is measured.
-  FILE_WORKLOAD_ROUNDS=2 "$workload" "$mnt" 400 200 20 100 >"$IOSTACK_WORK/vs.wl" &
-  wpid=$!
+  start_logged "$IOSTACK_WORK/vs.wl" env FILE_WORKLOAD_ROUNDS=2 "$workload" "$mnt" 400 200 20 100
+  wpid=$started
   wait_for_line 60 '^ready' "$IOSTACK_WORK/vs.wl"
   prog_ids "$IOSTACK_WORK/vs.ids0"
   "$fsdist" -t ext4 -p "$wpid" >"$IOSTACK_WORK/vs.fsdist" 2>&1 &
@@ -193,8 +193,8 @@ else
     }
   # Text, as a user reads it (copied into the serial log for the README): the histograms of a
   # small workload, then --min's lines for O_DIRECT reads.
-  "$workload" "$smnt" 3 2 1 1 direct >"$IOSTACK_WORK/text.wl" &
-  wpid=$!
+  start_logged "$IOSTACK_WORK/text.wl" "$workload" "$smnt" 3 2 1 1 direct
+  wpid=$started
   wait_for_line 60 '^ready' "$IOSTACK_WORK/text.wl"
   tool_spawn text_hist -p "$wpid"
   tool_spawn text_min -p "$wpid" --min 1
