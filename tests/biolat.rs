@@ -110,10 +110,16 @@ fn per_disk_shows_the_loop_device_apart_from_vda() {
     let root_disk = ["vda", "sda", "nvme0n1", "xvda"]
         .into_iter()
         .find(|d| std::path::Path::new(&format!("/sys/block/{d}")).exists());
+    // The root disk's own I/O completes wherever its interrupt lands, and this sandbox's 6.18
+    // runs no BPF program while a thread of its PID 1 is current (src/common/block/unseen.rs):
+    // CI39 saw 2 of vda's 17 requests and reported 15 unseen, and beside a build 13 of our 16
+    // writes completed in softirq over PID 1's tokio-rt-worker (ftrace's block_rq_complete, the
+    // current task of each), with `"vda":{"seen":3,"unseen":13}` (2026-11-28). A request biolat
+    // did not see is one it reported, from /proc/diskstats, so those count here as on loop0.
     if let Some(root) = root_disk {
         assert!(
-            count_of(root) >= 16,
-            "{root} should show our 16 direct writes: {out}"
+            count_of(root) + unseen_on(&out, root) >= 16,
+            "{root} should show our 16 direct writes, seen or reported unseen: {out}"
         );
     }
 }
