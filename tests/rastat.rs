@@ -1,6 +1,7 @@
 //! rastat against the real kernel, beside its kernel-matrix checks (tests/vm/guest/rastat.sh,
-//! which count pages exactly against fincore on every kernel and on this host): what a user
-//! meets first, the hooks it explains, bad input, a closed stdout.
+//! which count pages exactly against the pages the disk read, per /proc/diskstats, on every
+//! kernel and on this host): what a user meets first, the hooks it explains, bad input, a
+//! closed stdout.
 
 mod support;
 

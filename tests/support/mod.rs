@@ -169,6 +169,20 @@ pub fn diskstats(name: &str) -> (u64, u64) {
     panic!("{name} not in /proc/diskstats");
 }
 
+/// The 4 KiB pages read from a disk so far (its sectors read, from /proc/diskstats, / 8): what
+/// the page cache brought in from it, counted as it was read, so a page reclaimed since still
+/// counts (fincore, afterwards, misses it).
+pub fn disk_read_pages(name: &str) -> u64 {
+    let text = fs::read_to_string("/proc/diskstats").expect("read /proc/diskstats");
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() > 7 && f[2] == name {
+            return f[5].parse::<u64>().unwrap() / 8;
+        }
+    }
+    panic!("{name} not in /proc/diskstats");
+}
+
 /// `count` O_DIRECT 4 KiB writes (or reads) on a path, with dd; returns dd's pid.
 pub fn dd_direct(path: &str, count: u64, write: bool) -> u32 {
     let mut cmd = Command::new("dd");

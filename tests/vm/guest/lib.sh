@@ -92,6 +92,13 @@ disk_read_ms() {
   awk -v d="$1" '$3 == d { print $7; found = 1 } END { if (!found) print "none" }' /proc/diskstats
 }
 
+# disk_read_pages DISK: the 4 KiB pages read from it so far (field 6 of /proc/diskstats, 512-byte
+# sectors, / 8): what the page cache brought in from that disk, counted when it was read, so a
+# page reclaimed since still counts (fincore, afterwards, would miss it).
+disk_read_pages() {
+  awk -v d="$1" '$3 == d { print int($6 / 8); found = 1 } END { if (!found) print "none" }' /proc/diskstats
+}
+
 # disk_present DISK: it is a whole disk the block layer knows.
 disk_present() { [ -n "$1" ] && [ -e "/sys/block/$1/dev" ] && [ -b "/dev/$1" ]; }
 
