@@ -608,6 +608,58 @@ expect_counts() {
   fi
 }
 
+# --- the kernel's own trace of a thread's system calls (ftrace), the truth syslat is held to ---
+
+# tracefs_ensure: tracefs mounted at /sys/kernel/tracing (the VMs' init mounts it; a fresh host
+# may not), as tests/support/ftrace.rs does; tracefs_release unmounts it again if this mounted it.
+tracefs_ensure() {
+  [ -d /sys/kernel/tracing/instances ] && return 0
+  mount -t tracefs tracefs /sys/kernel/tracing && _tfs_mounted=1
+}
+tracefs_release() {
+  if [ -n "${_tfs_mounted:-}" ]; then umount /sys/kernel/tracing && _tfs_mounted=""; fi
+}
+
+# syscall_trace_start NAME TID SYSCALL: an ftrace instance of its own traces thread TID's calls
+# of SYSCALL: the raw syscall tracepoints syslat hooks, stamped on CLOCK_MONOTONIC (as in
+# tests/support/ftrace.rs).
+syscall_trace_start() {
+  tracefs_ensure || return 1
+  _st="/sys/kernel/tracing/instances/iostack-$1"
+  rmdir "$_st" 2>/dev/null
+  mkdir "$_st" || return 1
+  # A new instance copies the top level's options: the lines' shape is set here.
+  for _o in context-info=1 latency-format=0 raw=0 hex=0 bin=0; do
+    echo "${_o#*=}" >"$_st/options/${_o%=*}"
+  done
+  echo mono >"$_st/trace_clock" &&
+    echo "$2" >"$_st/set_event_pid" &&
+    echo 1 >"$_st/events/syscalls/sys_enter_$3/enable" &&
+    echo 1 >"$_st/events/syscalls/sys_exit_$3/enable" &&
+    echo 1 >"$_st/tracing_on"
+}
+
+# syscall_trace_us NAME SYSCALL: each traced call's time from entry to exit, in microseconds, one
+# per line, in order ("lost" if the trace lost events, "unpaired" if an entry and exit do not
+# pair); then removes the instance.
+syscall_trace_us() {
+  _st="/sys/kernel/tracing/instances/iostack-$1"
+  echo 0 >"$_st/tracing_on"
+  # "comm-tid [cpu] flags secs.usecs: sys_read(fd: 3, ...)" and "...: sys_read -> 0x1".
+  awk -v e=": sys_$2(" -v x=": sys_$2 -> " '
+    # busybox awk reads "010701" as octal: the microseconds are read behind a leading 1.
+    function stamp(at,   n, f, t) { n = split(substr($0, 1, at - 1), f, " "); split(f[n], t, ".")
+      return t[1] * 1000000 + ("1" t[2]) - 1000000 }
+    /LOST/ { print "lost"; exit }
+    /^#/ { next }
+    index($0, e) { if (begun != "") { print "unpaired"; exit } begun = stamp(index($0, e)); next }
+    index($0, x) { if (begun == "") { print "unpaired"; exit } print stamp(index($0, x)) - begun; begun = "" }
+  ' "$_st/trace"
+  echo 0 >"$_st/events/syscalls/sys_enter_$2/enable"
+  echo 0 >"$_st/events/syscalls/sys_exit_$2/enable"
+  rmdir "$_st"
+}
+
 # --- what this kernel offers (for checks that verify a tool's choices) -----------------------
 
 # ksym_text NAME: the kernel has a function of this name (not wholly inlined).
