@@ -660,6 +660,33 @@ syscall_trace_us() {
   rmdir "$_st"
 }
 
+# block_trace_start NAME DISK: an ftrace instance of its own records every request DISK's queue
+# issues and completes (block_rq_issue, block_rq_complete: the thread current at each, the
+# request's kind, sector and size), for a check to show when its count of a disk's requests is
+# not what it caused. block_trace_lines NAME prints them and removes the instance.
+block_trace_start() {
+  tracefs_ensure || return 1
+  _bt="/sys/kernel/tracing/instances/iostack-$1"
+  rmdir "$_bt" 2>/dev/null
+  mkdir "$_bt" || return 1
+  _mm=$(cat "/sys/block/$2/dev")
+  # The kernel's dev_t: the major above 20 bits of minor.
+  _dev=$(((${_mm%:*} << 20) | ${_mm#*:}))
+  echo mono >"$_bt/trace_clock"
+  for _e in block_rq_issue block_rq_complete; do
+    echo "dev == $_dev" >"$_bt/events/block/$_e/filter" && echo 1 >"$_bt/events/block/$_e/enable" || return 1
+  done
+  echo 1 >"$_bt/tracing_on"
+}
+block_trace_lines() {
+  _bt="/sys/kernel/tracing/instances/iostack-$1"
+  [ -d "$_bt" ] || return 0
+  echo 0 >"$_bt/tracing_on"
+  grep -v '^#' "$_bt/trace"
+  for _e in block_rq_issue block_rq_complete; do echo 0 >"$_bt/events/block/$_e/enable"; done
+  rmdir "$_bt"
+}
+
 # --- what this kernel offers (for checks that verify a tool's choices) -----------------------
 
 # ksym_text NAME: the kernel has a function of this name (not wholly inlined).
