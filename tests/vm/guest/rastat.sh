@@ -1,10 +1,10 @@
 #!/bin/sh
 # rastat's kernel-matrix checks, exact against the page cache itself: on the fast disk's ext4, a
 # helper (examples/ra_reader) reads a 64 MiB file whose pages were just evicted; rastat, filtered
-# to the helper (-p) and the disk (-d), must count as brought in exactly the pages the disk read
-# meanwhile (/proc/diskstats; util-linux's fincore, afterwards, finds at most that many: a busy
-# host reclaims some), as used what the helper read, and as waste what was brought in and never
-# read. Runs under busybox sh (see lib.sh).
+# to the helper (-p) and the disk (-d), must count as brought in the pages read in (no fewer than
+# util-linux's fincore finds resident after, no more than /proc/diskstats counts read from the
+# disk: each errs one way, see the sequential read), as used what the helper read, and as waste
+# what was brought in and never read. Runs under busybox sh (see lib.sh).
 set -u
 . "$(dirname "$0")/lib.sh"
 trap 'tool_cleanup; umount "$IOSTACK_WORK/mnt" 2>/dev/null' EXIT
@@ -60,10 +60,13 @@ dd if=/dev/urandom of="$other" bs=1M count=16 2>/dev/null
 sync
 
 # --- a sequential read: every page brought in is used; only the helper's are counted ---------
-# The disk counts what the page cache read in (/proc/diskstats), as it reads it: fincore, after,
-# misses pages a busy host reclaimed (4 of the file's and 8 of dd's on the CI host beside two VMs
-# and two builds; beside a reader churning the page cache, every one of dd's), and under that
-# churn the kernel read some of the file's pages twice (brought in 19008 = read from the disk).
+# Two truths bound what the kernel brought in, each wrong in one direction only: fincore,
+# afterwards, misses pages a busy host reclaimed meanwhile (CI's host, beside two VMs and
+# builds: 496 of 497 in the stop's CI of 8849c2f; beside a reader churning the page cache, 176
+# of 497), and the disk's count of pages read (/proc/diskstats) also holds ext4's metadata read
+# meanwhile (CI44's host: 16385 for the file's 16384, rastat's brought in 16384 = used, so no
+# page of the file twice: an extent block reclaimed and read again). By construction the file's
+# 16384 pages are each read once.
 evict "$file"
 evict "$other"
 if TRACED_BEFORE='other0=$(disk_read_pages "$fast"); dd if="$other" of=/dev/null bs=1M 2>/dev/null; disk0=$(disk_read_pages "$fast")' \
@@ -76,24 +79,24 @@ if TRACED_BEFORE='other0=$(disk_read_pages "$fast"); dd if="$other" of=/dev/null
   unused=$(ra_count "$(out_of seq)" pages resident_unused)
   windows=$(ra_count "$(out_of seq)" windows total)
   res=$(resident "$file")
-  # The file's 16384 pages, each read at least once after its eviction, all of them used; dd's
-  # 4096 pages of the other file, read just before, are not the helper's and are not counted.
-  if [ "$brought" = "$disk" ] && [ "$brought" -ge 16384 ] && [ "${res:-0}" -le "$brought" ] &&
+  # The file's 16384 pages, each read once after its eviction, all of them used; dd's 4096
+  # pages of the other file, read just before, are not the helper's and are not counted.
+  if [ "$brought" = 16384 ] && [ "${res:-0}" -le "$brought" ] && [ "$brought" -le "$disk" ] &&
     [ "$used" = "$brought" ] && [ "$wasted" = 0 ] && [ "$unused" = 0 ] && [ "${windows:-0}" -gt 0 ] &&
     [ "$other_pages" -ge 4096 ]; then
-    pass sequential "64 MiB read: brought in $brought = $disk read from the disk (fincore $res), used $used, waste 0, $windows windows; dd's $other_pages pages of another file not counted"
+    pass sequential "64 MiB read: brought in $brought (fincore $res, the disk $disk), used $used, waste 0, $windows windows; dd's $other_pages pages of another file not counted"
   else
-    fail sequential "want brought in = $disk pages read from the disk >= 16384 = used >= fincore $res, waste 0, unused 0, dd's $other_pages >= 4096 pages of another file not counted; got $(counts seq)"
+    fail sequential "want brought in = 16384 = used, fincore $res <= it <= $disk pages read from the disk, waste 0, unused 0, dd's $other_pages >= 4096 pages of another file not counted; got $(counts seq)"
   fi
 else
   fail sequential "$(brief seq)"
 fi
 
 # --- 4 KiB random reads: the pages never read are what readahead brought in unused, then waste -
-# The pages brought in are counted by the disk as they are read (/proc/diskstats), not by fincore
-# afterwards: CI's host, beside two VMs and builds, reclaimed one of the three pages the window
-# brought in unread before fincore looked (fincore 496 of 497), and beside a reader that churns
-# the page cache fincore found as few as 176 of them.
+# The pages brought in and never read, between the two truths of the sequential read: fincore's
+# resident less the pages read (a page reclaimed is missing), and the disk's pages read less the
+# pages read (a metadata block read meanwhile is added). Where the two agree (every run but
+# those two failures), exactly that.
 evict "$file"
 "$reader" "$file" random 500 7 >"$IOSTACK_WORK/rnd.wl" &
 w=$!
@@ -111,12 +114,13 @@ if tool_start rnd -j -p "$w" -d "$fast" --per-file; then
   used=$(ra_count "$(out_of rnd)" pages used)
   wasted=$(ra_count "$(out_of rnd)" pages wasted)
   unused=$(ra_count "$(out_of rnd)" pages resident_unused)
-  never=$((disk - got))
-  if [ "$((brought - used))" = "$never" ] && [ "$wasted" = "$never" ] && [ "$wasted" -gt 0 ] && [ "$unused" = 0 ] &&
-    [ "${res:-0}" -le "$disk" ]; then
-    pass random "500 random 4 KiB reads of $got pages, $disk read from the disk (fincore $res): brought in $brought - used $used = $never read in, never read = waste after eviction"
+  never_lo=$((res - got))
+  never_hi=$((disk - got))
+  if [ "$((brought - used))" = "$wasted" ] && [ "$wasted" -ge "$never_lo" ] && [ "$wasted" -le "$never_hi" ] &&
+    [ "$wasted" -gt 0 ] && [ "$unused" = 0 ]; then
+    pass random "500 random 4 KiB reads of $got pages, fincore $res, the disk $disk: brought in $brought - used $used = waste after eviction $wasted, never read $never_lo to $never_hi"
   else
-    fail random "want brought in - used = waste = $disk pages read from the disk - $got pages the helper read = $never > 0, fincore $res <= $disk; got $(counts rnd)"
+    fail random "want brought in - used = waste, between fincore $res - $got pages read = $never_lo and the disk's $disk - $got = $never_hi, > 0; got $(counts rnd)"
   fi
   named=$(tail -n 1 "$(out_of rnd)" | grep -o '"files":\[{"path":"[^"]*"' | cut -d'"' -f6)
   check_eq per-file "$named" "$file" "--per-file names the file of most waste"
@@ -143,8 +147,8 @@ for mode in fadv-random madv-random; do
 done
 
 # --- mmap: the fault's read-around brings pages in, each page touched is used ----------------
-# Brought in is held to the pages the disk read meanwhile (see the random reads: fincore, after,
-# misses what a busy host reclaimed).
+# Brought in lies between the two truths of the sequential read, fincore's resident and the
+# disk's pages read.
 evict "$file"
 if TRACED_BEFORE='disk0=$(disk_read_pages "$fast")' traced_by "$reader" mmap "$file" mmap-random 300 5 -- -d "$fast"; then
   disk=$(($(disk_read_pages "$fast") - disk0))
@@ -153,11 +157,11 @@ if TRACED_BEFORE='disk0=$(disk_read_pages "$fast")' traced_by "$reader" mmap "$f
   used=$(ra_count "$(out_of mmap)" pages used)
   res=$(resident "$file")
   got=$(read_pages mmap)
-  if [ "${around:-0}" -gt 0 ] && [ "$brought" = "$disk" ] && [ "$used" -ge "$got" ] && [ "$used" -le "$brought" ] &&
-    [ "${res:-0}" -le "$disk" ]; then
-    pass mmap "$got pages touched: $around read-around windows brought in $brought = $disk read from the disk (fincore $res), used $used"
+  if [ "${around:-0}" -gt 0 ] && [ "${res:-0}" -le "$brought" ] && [ "$brought" -le "$disk" ] &&
+    [ "$used" -ge "$got" ] && [ "$used" -le "$brought" ]; then
+    pass mmap "$got pages touched: $around read-around windows brought in $brought (fincore $res, the disk $disk), used $used"
   else
-    fail mmap "want read-around windows, brought in = $disk pages read from the disk >= fincore $res, used >= $got touched; got $(counts mmap)"
+    fail mmap "want read-around windows, fincore $res <= brought in <= $disk pages read from the disk, used >= $got touched; got $(counts mmap)"
   fi
 else
   fail mmap "$(brief mmap)"
