@@ -158,7 +158,9 @@ own_check() {
   [ "$_journal" = journal ] && others=$((others - ${_via:-0}))
   if [ "$_truth" = iowait ] && [ "$usable" = 1 ]; then
     truth=$blkio
-    what="the kernel's I/O wait"
+    # Both of the kernel's accounts, for a failure's report: where they part, the host's
+    # stalls of the guest fell between their clock reads (iostack.truth.sh).
+    what="the kernel's I/O wait ($(thread_sum "$_n" blkio_count) waits; off a CPU $off ns)"
   else
     truth=$off
     [ "$_journal" = journal ] && mine=$((own + ${_via:-0}))
