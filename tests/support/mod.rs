@@ -157,30 +157,30 @@ impl Drop for Mounted {
     }
 }
 
-/// Completed reads and writes of a disk, from /proc/diskstats.
-pub fn diskstats(name: &str) -> (u64, u64) {
+/// A disk's line of /proc/diskstats: its fields after the name (reads completed, reads merged,
+/// sectors read, ms reading, writes completed, ...).
+fn diskstats_fields(name: &str) -> Vec<u64> {
     let text = fs::read_to_string("/proc/diskstats").expect("read /proc/diskstats");
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() > 7 && f[2] == name {
-            return (f[3].parse().unwrap(), f[7].parse().unwrap());
+            return f[3..].iter().map(|v| v.parse().unwrap()).collect();
         }
     }
     panic!("{name} not in /proc/diskstats");
+}
+
+/// Completed reads and writes of a disk, from /proc/diskstats.
+pub fn diskstats(name: &str) -> (u64, u64) {
+    let f = diskstats_fields(name);
+    (f[0], f[4])
 }
 
 /// The 4 KiB pages read from a disk so far (its sectors read, from /proc/diskstats, / 8): what
 /// the page cache brought in from it, counted as it was read, so a page reclaimed since still
 /// counts (fincore, afterwards, misses it).
 pub fn disk_read_pages(name: &str) -> u64 {
-    let text = fs::read_to_string("/proc/diskstats").expect("read /proc/diskstats");
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() > 7 && f[2] == name {
-            return f[5].parse::<u64>().unwrap() / 8;
-        }
-    }
-    panic!("{name} not in /proc/diskstats");
+    diskstats_fields(name)[2] / 8
 }
 
 /// `count` O_DIRECT 4 KiB writes (or reads) on a path, with dd; returns dd's pid.

@@ -620,23 +620,40 @@ tracefs_release() {
   if [ -n "${_tfs_mounted:-}" ]; then umount /sys/kernel/tracing && _tfs_mounted=""; fi
 }
 
-# syscall_trace_start NAME TID SYSCALL: an ftrace instance of its own traces thread TID's calls
-# of SYSCALL: the raw syscall tracepoints syslat hooks, stamped on CLOCK_MONOTONIC (as in
-# tests/support/ftrace.rs).
-syscall_trace_start() {
+# ftrace_instance NAME: a new ftrace instance of its own (any left by an earlier run removed),
+# its lines in the default shape (a new instance copies the top level's options), stamped on
+# CLOCK_MONOTONIC (as in tests/support/ftrace.rs); its directory in $instance. Events are enabled
+# by the caller, then tracing turned on.
+ftrace_instance() {
   tracefs_ensure || return 1
-  _st="/sys/kernel/tracing/instances/iostack-$1"
-  rmdir "$_st" 2>/dev/null
-  mkdir "$_st" || return 1
-  # A new instance copies the top level's options: the lines' shape is set here.
+  instance="/sys/kernel/tracing/instances/iostack-$1"
+  rmdir "$instance" 2>/dev/null
+  mkdir "$instance" || return 1
   for _o in context-info=1 latency-format=0 raw=0 hex=0 bin=0; do
-    echo "${_o#*=}" >"$_st/options/${_o%=*}"
+    echo "${_o#*=}" >"$instance/options/${_o%=*}"
   done
-  echo mono >"$_st/trace_clock" &&
-    echo "$2" >"$_st/set_event_pid" &&
-    echo 1 >"$_st/events/syscalls/sys_enter_$3/enable" &&
-    echo 1 >"$_st/events/syscalls/sys_exit_$3/enable" &&
-    echo 1 >"$_st/tracing_on"
+  echo mono >"$instance/trace_clock"
+}
+
+# ftrace_instance_remove NAME EVENT...: tracing off, the events (group/name) disabled, the
+# instance removed.
+ftrace_instance_remove() {
+  _fi="/sys/kernel/tracing/instances/iostack-$1"
+  shift
+  [ -d "$_fi" ] || return 0
+  echo 0 >"$_fi/tracing_on"
+  for _e in "$@"; do echo 0 >"$_fi/events/$_e/enable"; done
+  rmdir "$_fi"
+}
+
+# syscall_trace_start NAME TID SYSCALL: an ftrace instance of its own traces thread TID's calls
+# of SYSCALL: the raw syscall tracepoints syslat hooks.
+syscall_trace_start() {
+  ftrace_instance "$1" || return 1
+  echo "$2" >"$instance/set_event_pid" &&
+    echo 1 >"$instance/events/syscalls/sys_enter_$3/enable" &&
+    echo 1 >"$instance/events/syscalls/sys_exit_$3/enable" &&
+    echo 1 >"$instance/tracing_on"
 }
 
 # syscall_trace_us NAME SYSCALL: each traced call's time from entry to exit, in microseconds, one
@@ -655,9 +672,7 @@ syscall_trace_us() {
     index($0, e) { if (begun != "") { print "unpaired"; exit } begun = stamp(index($0, e)); next }
     index($0, x) { if (begun == "") { print "unpaired"; exit } print stamp(index($0, x)) - begun; begun = "" }
   ' "$_st/trace"
-  echo 0 >"$_st/events/syscalls/sys_enter_$2/enable"
-  echo 0 >"$_st/events/syscalls/sys_exit_$2/enable"
-  rmdir "$_st"
+  ftrace_instance_remove "$1" "syscalls/sys_enter_$2" "syscalls/sys_exit_$2"
 }
 
 # block_trace_start NAME DISK: an ftrace instance of its own records every request DISK's queue
@@ -665,26 +680,21 @@ syscall_trace_us() {
 # request's kind, sector and size), for a check to show when its count of a disk's requests is
 # not what it caused. block_trace_lines NAME prints them and removes the instance.
 block_trace_start() {
-  tracefs_ensure || return 1
-  _bt="/sys/kernel/tracing/instances/iostack-$1"
-  rmdir "$_bt" 2>/dev/null
-  mkdir "$_bt" || return 1
+  ftrace_instance "$1" || return 1
   _mm=$(cat "/sys/block/$2/dev")
   # The kernel's dev_t: the major above 20 bits of minor.
   _dev=$(((${_mm%:*} << 20) | ${_mm#*:}))
-  echo mono >"$_bt/trace_clock"
   for _e in block_rq_issue block_rq_complete; do
-    echo "dev == $_dev" >"$_bt/events/block/$_e/filter" && echo 1 >"$_bt/events/block/$_e/enable" || return 1
+    echo "dev == $_dev" >"$instance/events/block/$_e/filter" && echo 1 >"$instance/events/block/$_e/enable" || return 1
   done
-  echo 1 >"$_bt/tracing_on"
+  echo 1 >"$instance/tracing_on"
 }
 block_trace_lines() {
   _bt="/sys/kernel/tracing/instances/iostack-$1"
   [ -d "$_bt" ] || return 0
   echo 0 >"$_bt/tracing_on"
   grep -v '^#' "$_bt/trace"
-  for _e in block_rq_issue block_rq_complete; do echo 0 >"$_bt/events/block/$_e/enable"; done
-  rmdir "$_bt"
+  ftrace_instance_remove "$1" block/block_rq_issue block/block_rq_complete
 }
 
 # --- what this kernel offers (for checks that verify a tool's choices) -----------------------
