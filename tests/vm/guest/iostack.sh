@@ -203,8 +203,6 @@ if throttle_reads "$fast" 20; then
     # accounting is 10 ms. 400 us allowed.
     per=${IOSTACK_SCHED_EVENT_NS:-400000}
     slack=$((slices * per))
-    dr=$((runq - delay))
-    [ $dr -lt 0 ] && dr=$((-dr))
     # iostack's run queue is run_delay's rise from the call's entry to its exit; the kernel's
     # figures are read inside the call, so ours may be larger by what the thread waited for a
     # CPU before their first reading: at most the time from just before its read() to them
@@ -212,14 +210,18 @@ if throttle_reads "$fast" 20; then
     # call less the figures' span allowed nothing when the last figures came long after the
     # call: 1.12 ms apart on the host, 2026-11-27.)
     lead=$(kernel_figure agree lead_ns)
-    [ "$runq" -gt "$delay" ] && dr=$((dr > lead ? dr - lead : 0))
+    # past_lead OURS THEIRS: how far our figure is from the kernel's, ours larger by the lead
+    # allowed.
+    past_lead() {
+      if [ "$1" -lt "$2" ]; then echo $(($2 - $1)); else echo $(($1 - $2 > lead ? $1 - $2 - lead : 0)); fi
+    }
+    dr=$(past_lead "$runq" "$delay")
     # Delay accounting adds an I/O wait when it ends: the waits that ended before the first
     # figures (the requests_missed, inside lead_ns) are in ours and not in theirs, as for the
     # run queue. (CI46's 5.10: I/O 839622472 ns against 82 ticks, the call 936686533 ns and the
     # figures' span 918141159 ns, so the first figures came at least 18.5 ms into the call,
     # one request done, 2026-11-28; the branch below already allowed it.)
-    di=$((io - ticks * 10000000))
-    [ $di -lt 0 ] && di=$((-di)) || di=$((di > lead ? di - lead : 0))
+    di=$(past_lead "$io" $((ticks * 10000000)))
     unwaited=$(awk '$1 ~ /^0\.unwaited\./ { n += $2 } END { print n + 0 }' "$IOSTACK_WORK/agree.flat")
     detail="$(op_field agree read calls) read of $(op_field agree read ios) I/Os ($unwaited no traced call waited for): run queue $runq ns vs run_delay $delay ns; I/O $io ns vs $ticks ticks; $slices timeslices; the call $(op_field agree read breakdown.total_ns) ns, the kernel's figures over $elapsed ns (on a CPU $exec), from $(kernel_figure agree requests_missed) requests and $lead ns into it"
     # The kernel's own figures can be impossible: more time on a CPU, waiting for one and
@@ -232,8 +234,7 @@ if throttle_reads "$fast" 20; then
     kernel_sum=$((exec + delay + ticks * 10000000))
     if [ "$kernel_sum" -gt $((elapsed + 10000000 + slack)) ]; then
       off=$((elapsed - exec - delay))
-      di=$((io - off))
-      [ $di -lt 0 ] && di=$((-di)) || di=$((di > lead ? di - lead : 0))
+      di=$(past_lead "$io" "$off")
       detail="$detail; the kernel's I/O wait impossible here (on a CPU $exec + waiting for one $delay + I/O $ticks ticks in $elapsed ns): held against its time off a CPU, $off ns"
     fi
     if [ "$(op_field agree read calls)" = 1 ] && [ "$(op_field agree read ios)" = 20 ] &&
