@@ -77,11 +77,51 @@ enum Source {
 
 /// What this kernel offers, learned once per run.
 pub struct Prober {
-    btf: Btf<'static>,
     names: OnceLock<NameIndex>,
+    /// The loaded modules' BTF, parsed at the first question about a function vmlinux lacks.
+    /// Declared before `btf`, so dropped before it: each is split BTF on it.
+    modules: OnceLock<Vec<ModuleBtf>>,
+    /// The text symbols of /proc/kallsyms, read at the first question BTF cannot answer.
+    kallsyms: OnceLock<KallsymsTexts>,
     tracefs: Option<PathBuf>,
     source: Source,
+    btf: Btf<'static>,
 }
+
+/// One loaded module's split BTF (`/sys/kernel/btf/<module>`, on the prober's vmlinux BTF).
+///
+/// Parsed once per run: each question about a function vmlinux lacks (one inlined there, or
+/// one of a module) read every module's BTF, and planning the block hooks asks two, each twice
+/// (module_of, then has_symbol): in a 6.1 guest with 18 modules, `biolat --explain` read each
+/// module's BTF 4 times and /proc/kallsyms twice, and took 2.0-2.3 s of CPU against 0.8 s on
+/// 6.12, whose BTF has the function (strace and /proc/stat in the guests, 2026-11-29).
+struct ModuleBtf {
+    name: String,
+    btf: *mut libbpf_sys::btf,
+}
+
+impl ModuleBtf {
+    /// The id of the function called `name` in this module's own types.
+    fn function_id(&self, name: &CStr) -> Option<u32> {
+        // SAFETY: btf is a valid split BTF owned by self; name is NUL-terminated.
+        let id = unsafe {
+            libbpf_sys::btf__find_by_name_kind(self.btf, name.as_ptr(), libbpf_sys::BTF_KIND_FUNC)
+        };
+        u32::try_from(id).ok().filter(|&id| id > 0)
+    }
+}
+
+impl Drop for ModuleBtf {
+    fn drop(&mut self) {
+        // SAFETY: parsed by btf__parse_split, owned by self alone, freed once.
+        unsafe { libbpf_sys::btf__free(self.btf) }
+    }
+}
+
+/// The names of /proc/kallsyms' text symbols, as hashes (8 bytes a symbol; two names of one
+/// 64-bit hash among the ~10^5 symbols are a chance of about 10^-14), from one read of the
+/// file: the kernel formats every symbol on each read.
+struct KallsymsTexts(std::collections::HashSet<u64>);
 
 /// The kernel's named types by a hash of their name, built at the first lookup. libbpf's
 /// btf__find_by_name compares the name with every type of vmlinux in turn, and planning
@@ -153,6 +193,8 @@ impl Prober {
         Ok(Prober {
             btf,
             names: OnceLock::new(),
+            modules: OnceLock::new(),
+            kallsyms: OnceLock::new(),
             tracefs: find_tracefs(),
             source: Source::Live,
         })
@@ -167,6 +209,8 @@ impl Prober {
         Ok(Prober {
             btf,
             names: OnceLock::new(),
+            modules: OnceLock::new(),
+            kallsyms: OnceLock::new(),
             tracefs: None,
             source: Source::Described(facilities),
         })
@@ -240,8 +284,46 @@ impl Prober {
     /// The kernel has this function: in BTF, or else as a text symbol in /proc/kallsyms.
     pub fn has_symbol(&self, name: &str) -> bool {
         self.has_function(name)
-            || (self.facilities().is_none() && kallsyms_has_text(name))
+            || (self.facilities().is_none()
+                && self.kallsyms.get_or_init(KallsymsTexts::read).has(name))
             || self.module_of(name).is_some()
+    }
+
+    /// The loaded modules' BTF, sorted by name; none for a described kernel.
+    fn module_btfs(&self) -> &[ModuleBtf] {
+        self.modules.get_or_init(|| {
+            if self.facilities().is_some() {
+                return Vec::new();
+            }
+            let Ok(dir) = fs::read_dir("/sys/kernel/btf") else {
+                return Vec::new();
+            };
+            let mut names: Vec<String> = dir
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|m| m != "vmlinux")
+                .collect();
+            names.sort();
+            let base = self.raw_btf();
+            names
+                .into_iter()
+                .filter_map(|name| {
+                    let path = CString::new(format!("/sys/kernel/btf/{name}")).ok()?;
+                    // SAFETY: the path is NUL-terminated; `base` (vmlinux) outlives the split,
+                    // which the prober drops first (the fields' order); libbpf returns an error
+                    // pointer on failure, checked first.
+                    let btf =
+                        unsafe { libbpf_sys::btf__parse_split(path.as_ptr(), base as *mut _) };
+                    // SAFETY: as above.
+                    if btf.is_null()
+                        || unsafe { libbpf_sys::libbpf_get_error(btf as *const _) } != 0
+                    {
+                        return None;
+                    }
+                    Some(ModuleBtf { name, btf })
+                })
+                .collect()
+        })
     }
 
     /// The loaded module whose BTF has this function (`/sys/kernel/btf/<module>`), for functions
@@ -251,17 +333,11 @@ impl Prober {
         if self.facilities().is_some() || self.has_function(function) {
             return None;
         }
-        let dir = fs::read_dir("/sys/kernel/btf").ok()?;
-        let mut modules: Vec<String> = dir
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|m| m != "vmlinux")
-            .collect();
-        modules.sort();
         let name = CString::new(function).ok()?;
-        modules
-            .into_iter()
-            .find(|m| module_signature(&self.btf, m, &name).is_some())
+        self.module_btfs()
+            .iter()
+            .find(|m| m.function_id(&name).is_some())
+            .map(|m| m.name.clone())
     }
 
     /// A function's parameters, from vmlinux BTF or, for a function of a loaded module, the
@@ -275,10 +351,17 @@ impl Prober {
                 module: None,
             });
         }
-        let module = self.module_of(function)?;
+        if self.facilities().is_some() {
+            return None;
+        }
+        let (module, id) = self
+            .module_btfs()
+            .iter()
+            .find_map(|m| Some((m, m.function_id(&name)?)))?;
         Some(Signature {
-            params: module_signature(&self.btf, &module, &name)?,
-            module: Some(module),
+            // SAFETY: the module's BTF lives as long as self; id is one of its functions.
+            params: unsafe { btf_params(module.btf, id) }?,
+            module: Some(module.name.clone()),
         })
     }
 
@@ -552,9 +635,26 @@ pub fn request_disks() -> Vec<String> {
     disks
 }
 
-/// /proc/kallsyms lists a text (function) symbol of this name.
-pub fn kallsyms_has_text(name: &str) -> bool {
-    kallsyms_text(name).is_some()
+impl KallsymsTexts {
+    /// One read of /proc/kallsyms; empty if it cannot be read.
+    fn read() -> KallsymsTexts {
+        use std::io::BufRead;
+        let mut names = std::collections::HashSet::new();
+        if let Ok(file) = fs::File::open("/proc/kallsyms") {
+            for line in std::io::BufReader::new(file).lines().map_while(|l| l.ok()) {
+                let mut f = line.split_whitespace();
+                if let (Some(_), Some("t" | "T"), Some(sym)) = (f.next(), f.next(), f.next()) {
+                    names.insert(name_hash(sym.as_bytes()));
+                }
+            }
+        }
+        KallsymsTexts(names)
+    }
+
+    /// /proc/kallsyms lists a text (function) symbol of this name.
+    fn has(&self, name: &str) -> bool {
+        self.0.contains(&name_hash(name.as_bytes()))
+    }
 }
 
 /// The address /proc/kallsyms gives a text symbol, if it is listed with one (not 0: addresses
@@ -860,33 +960,6 @@ unsafe fn pointee_struct(btf: *const libbpf_sys::btf, type_id: u32) -> Option<St
             .to_string_lossy()
             .into_owned()
     })
-}
-
-/// The signature of `function` in a module's split BTF (`/sys/kernel/btf/<module>`).
-fn module_signature(
-    vmlinux: &Btf<'static>,
-    module: &str,
-    function: &CString,
-) -> Option<Vec<Option<String>>> {
-    let path = CString::new(format!("/sys/kernel/btf/{module}")).ok()?;
-    let base = vmlinux.as_libbpf_object().as_ptr();
-    // SAFETY: the path is NUL-terminated; `base` outlives the split BTF, which is freed before
-    // returning; libbpf returns an error pointer on failure, checked first.
-    unsafe {
-        let split = libbpf_sys::btf__parse_split(path.as_ptr(), base);
-        if split.is_null() || libbpf_sys::libbpf_get_error(split as *const _) != 0 {
-            return None;
-        }
-        let id =
-            libbpf_sys::btf__find_by_name_kind(split, function.as_ptr(), libbpf_sys::BTF_KIND_FUNC);
-        let params = if id > 0 {
-            btf_params(split, id as u32)
-        } else {
-            None
-        };
-        libbpf_sys::btf__free(split);
-        params
-    }
 }
 
 /// Reads a small sysfs/procfs file, trimmed.
