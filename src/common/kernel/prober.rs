@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString};
 use std::fs;
-use std::hash::{DefaultHasher, Hash as _, Hasher as _};
+use std::hash::BuildHasher as _;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd as _, FromRawFd as _};
 use std::path::{Path, PathBuf};
@@ -121,7 +121,10 @@ impl Drop for ModuleBtf {
 /// The names of /proc/kallsyms' text symbols, as hashes (8 bytes a symbol; two names of one
 /// 64-bit hash among the ~10^5 symbols are a chance of about 10^-14), from one read of the
 /// file: the kernel formats every symbol on each read.
-struct KallsymsTexts(std::collections::HashSet<u64>);
+struct KallsymsTexts {
+    hasher: hashbrown::DefaultHashBuilder,
+    names: std::collections::HashSet<u64>,
+}
 
 /// The kernel's named types by a hash of their name, built at the first lookup. libbpf's
 /// btf__find_by_name compares the name with every type of vmlinux in turn, and planning
@@ -129,54 +132,63 @@ struct KallsymsTexts(std::collections::HashSet<u64>);
 /// were about a fifth of its CPU time at start (perf record of `iostack --explain` on the CI
 /// host, 2026-11-25: strcmp, btf__str_by_offset and btf_find_by_name_kind). With the index,
 /// `iostack --explain` (which loads and attaches) took 181 ms instead of 241 (medians of 8
-/// alternating runs). 16 bytes per named type; the names stay in the BTF.
-struct NameIndex(Vec<(u64, u32)>);
+/// alternating runs). A hash table of type ids (4 bytes a named type, at most half empty); the
+/// names stay in the BTF. It was a sorted vector of SipHash hashes: building it was 45M of the
+/// 339M instructions of `iostack --explain` and 45M of biolat's 181M (callgrind, this host,
+/// 2026-11-29: SipHash 17M, the sort 20M), and a tool starts up to four times a check in the
+/// kernel matrix.
+struct NameIndex {
+    hasher: hashbrown::DefaultHashBuilder,
+    ids: hashbrown::HashTable<u32>,
+}
 
-fn name_hash(name: &[u8]) -> u64 {
-    let mut h = DefaultHasher::new();
-    name.hash(&mut h);
-    h.finish()
+/// A type's name as bytes; empty for an anonymous type or an id the BTF lacks.
+///
+/// # Safety
+/// `btf` must be a valid BTF object that outlives the returned slice.
+unsafe fn type_name<'a>(btf: *const libbpf_sys::btf, id: u32) -> &'a [u8] {
+    let t = libbpf_sys::btf__type_by_id(btf, id);
+    if t.is_null() || (*t).name_off == 0 {
+        return &[];
+    }
+    let name = libbpf_sys::btf__name_by_offset(btf, (*t).name_off);
+    if name.is_null() {
+        return &[];
+    }
+    CStr::from_ptr(name).to_bytes()
 }
 
 impl NameIndex {
     fn build(btf: *const libbpf_sys::btf) -> NameIndex {
-        // SAFETY: btf is the prober's own BTF object, alive for the whole call; type ids below
-        // btf__type_cnt are valid, and a name offset of a valid type names a NUL-terminated
-        // string of the object.
-        let mut ids: Vec<(u64, u32)> = unsafe {
-            (1..libbpf_sys::btf__type_cnt(btf))
-                .filter_map(|id| {
-                    let t = libbpf_sys::btf__type_by_id(btf, id);
-                    if t.is_null() || (*t).name_off == 0 {
-                        return None;
-                    }
-                    let name = libbpf_sys::btf__name_by_offset(btf, (*t).name_off);
-                    (!name.is_null()).then(|| (name_hash(CStr::from_ptr(name).to_bytes()), id))
-                })
-                .collect()
-        };
-        ids.sort_unstable();
-        NameIndex(ids)
+        let hasher = hashbrown::DefaultHashBuilder::default();
+        // SAFETY: btf is the prober's own BTF object, alive for the whole call.
+        let count = unsafe { libbpf_sys::btf__type_cnt(btf) };
+        let mut ids = hashbrown::HashTable::with_capacity(count as usize);
+        for id in 1..count {
+            // SAFETY: as above; ids below btf__type_cnt are valid.
+            let name = unsafe { type_name(btf, id) };
+            if !name.is_empty() {
+                // SAFETY: as above, for the ids already in the table.
+                ids.insert_unique(hasher.hash_one(name), id, |&id| {
+                    hasher.hash_one(unsafe { type_name(btf, id) })
+                });
+            }
+        }
+        NameIndex { hasher, ids }
     }
 
     /// The ids of the types called `name`, in id order.
-    fn ids<'a>(
-        &'a self,
-        btf: *const libbpf_sys::btf,
-        name: &'a str,
-    ) -> impl Iterator<Item = u32> + 'a {
-        let h = name_hash(name.as_bytes());
-        let from = self.0.partition_point(|&(k, _)| k < h);
-        self.0[from..]
-            .iter()
-            .take_while(move |&&(k, _)| k == h)
-            .map(|&(_, id)| id)
-            // SAFETY: as in build; a hash match is confirmed by the name itself.
-            .filter(move |&id| unsafe {
-                let t = libbpf_sys::btf__type_by_id(btf, id);
-                let n = libbpf_sys::btf__name_by_offset(btf, (*t).name_off);
-                !n.is_null() && CStr::from_ptr(n).to_bytes() == name.as_bytes()
-            })
+    fn ids(&self, btf: *const libbpf_sys::btf, name: &str) -> impl Iterator<Item = u32> {
+        let mut found: Vec<u32> = self
+            .ids
+            .iter_hash(self.hasher.hash_one(name.as_bytes()))
+            .copied()
+            // SAFETY: btf is the BTF the index was built from; a hash match is confirmed by
+            // the name itself.
+            .filter(|&id| unsafe { type_name(btf, id) } == name.as_bytes())
+            .collect();
+        found.sort_unstable();
+        found.into_iter()
     }
 }
 
@@ -639,21 +651,22 @@ impl KallsymsTexts {
     /// One read of /proc/kallsyms; empty if it cannot be read.
     fn read() -> KallsymsTexts {
         use std::io::BufRead;
+        let hasher = hashbrown::DefaultHashBuilder::default();
         let mut names = std::collections::HashSet::new();
         if let Ok(file) = fs::File::open("/proc/kallsyms") {
             for line in std::io::BufReader::new(file).lines().map_while(|l| l.ok()) {
                 let mut f = line.split_whitespace();
                 if let (Some(_), Some("t" | "T"), Some(sym)) = (f.next(), f.next(), f.next()) {
-                    names.insert(name_hash(sym.as_bytes()));
+                    names.insert(hasher.hash_one(sym.as_bytes()));
                 }
             }
         }
-        KallsymsTexts(names)
+        KallsymsTexts { hasher, names }
     }
 
     /// /proc/kallsyms lists a text (function) symbol of this name.
     fn has(&self, name: &str) -> bool {
-        self.0.contains(&name_hash(name.as_bytes()))
+        self.names.contains(&self.hasher.hash_one(name.as_bytes()))
     }
 }
 
