@@ -6,9 +6,9 @@
 //! traces) so the tracer can attach first. Then it makes exactly READS read() on /dev/zero,
 //! PIPE_READS read() first, then WRITES write() on /dev/null, FSYNCS fsync() on a temporary file, OPENS openat() of /dev/null,
 //! BAD_READS read() on a closed descriptor (EBADF), and PIPE_READS read() on a pipe whose writer
-//! thread writes each byte PIPE_SLEEP_MS after the reader has said it is going into that read
-//! (its PIPE_READS write() calls are in the process too: count them with WRITES when filtering
-//! by PID). Last, THREADS threads, each started once the one before has ended, make one read()
+//! thread writes each byte PIPE_SLEEP_MS after the reader is blocked in that read (its PIPE_READS
+//! write() calls, and its reads of /proc/thread-self/syscall that see the reader blocked, are in
+//! the process too: trace the reader's thread, --tid PID, to count the pipe reads). Last, THREADS threads, each started once the one before has ended, make one read()
 //! on /dev/zero each. Then it exits without writing anything else.
 //! Files are opened before the signal, descriptors closed with close(), which syslat ignores.
 
@@ -35,6 +35,19 @@ fn check(ret: isize, what: &str) {
             std::io::Error::last_os_error()
         );
         std::process::exit(1);
+    }
+}
+
+/// The thread whose /proc/.../syscall `file` is is blocked in the system call `call` starts
+/// (its number and first argument, as the file prints them).
+fn reader_blocked_in(file: &std::fs::File, buf: &mut [u8], call: &str) -> bool {
+    use std::os::unix::fs::FileExt;
+    match file.read_at(buf, 0) {
+        Ok(n) => buf[..n].starts_with(call.as_bytes()),
+        Err(e) => {
+            eprintln!("syscall_workload: reading the reader's system call: {e}");
+            std::process::exit(1)
+        }
     }
 }
 
@@ -85,20 +98,39 @@ fn main() {
     }
     // Which pipe read the reader is going into (1, 2...), for the writer.
     let entering = Arc::new(AtomicU64::new(0));
+    // The reader (this thread) as the kernel sees it: the system call it is blocked in, opened
+    // before the signal (the writer's reads of it are read(2) calls of the writer's thread:
+    // the checks of the pipe reads trace the reader's thread alone, --tid).
+    let reader_syscall = (pipe_reads > 0).then(|| {
+        std::fs::File::open("/proc/thread-self/syscall").unwrap_or_else(|e| {
+            eprintln!("syscall_workload: /proc/thread-self/syscall: {e}");
+            std::process::exit(1)
+        })
+    });
+    // What it reads while the reader is blocked in read(2) on the pipe: "0 0x<fd> ..." (x86-64's
+    // read is system call 0; the arguments in hex).
+    let blocked_in_read = format!("{} {:#x} ", libc::SYS_read, pipe_fds[0]);
     // The writer starts with the reads (futex waits are not traced).
     let go = Arc::new(Barrier::new(if pipe_reads > 0 { 2 } else { 1 }));
     let writer = (pipe_reads > 0).then(|| {
         let fd = pipe_fds[1];
         let go = go.clone();
         let entering = entering.clone();
+        let reader_syscall = reader_syscall.expect("opened with the pipe reads");
         thread::spawn(move || {
             go.wait();
+            let mut state = [0u8; 128];
             for i in 1..=pipe_reads {
-                // Its clock starts once the reader is on its way into read i: so each read
-                // sleeps at least PIPE_SLEEP_MS. A clock started beside the reader's instead let
-                // a reader woken late sleep less (15.7 ms of 20, on a loaded 2-CPU host,
-                // 2026-11-26). Polled with nanosleep, which no syslat group traces.
-                while entering.load(Ordering::Acquire) < i {
+                // Its clock starts once the reader is blocked in read i: so each read sleeps
+                // at least PIPE_SLEEP_MS. A clock started beside the reader's let a reader
+                // woken late sleep less (15.7 ms of 20, on a loaded 2-CPU host, 2026-11-26);
+                // one started when the reader said it was going into the read let a reader held
+                // between saying so and its read sleep less (a read of 18375 us by the kernel's
+                // trace in CI56's 6.1 guest, whose vCPUs the host runs beside CI's builds).
+                // Polled with nanosleep, which no syslat group traces.
+                while entering.load(Ordering::Acquire) < i
+                    || !reader_blocked_in(&reader_syscall, &mut state, &blocked_in_read)
+                {
                     thread::sleep(Duration::from_micros(50));
                 }
                 thread::sleep(Duration::from_millis(pipe_sleep_ms));

@@ -250,8 +250,8 @@ fn per_syscall_tracepoints_count_the_same() {
 fn injected_latency_lands_in_the_right_bucket() {
     let _g = serial();
     require_root();
-    // Reads on a pipe whose writer sleeps 20 ms before each byte: each takes 20 ms and however
-    // late the writer and then the reader run. That lateness is the host's: one read at 32 ms
+    // Reads on a pipe whose writer sleeps 20 ms before each byte, once the reader is blocked in
+    // the read: each takes 20 ms and however late the writer and then the reader run. That lateness is the host's: one read at 32 ms
     // or more beside a CI run (2026-11-28, 9 of 10 in the 16-32 ms slot), so the slot of each
     // read is the one its time by the kernel's own trace of it says.
     let workload = Workload::start(&[0, 0, 0, 0, 0, 10, 20]);
@@ -260,7 +260,9 @@ fn injected_latency_lands_in_the_right_bucket() {
     // tracepoints here rather than tp_btf: the latency is the same either way, and
     // per_syscall_tracepoints_count_the_same holds the two paths to the same counts.)
     let truth = SyscallTrace::start(workload.0.pid, "read");
-    let tool = Running::start("syslat", &["-s", "read", "-p", &pid, "-j"]);
+    // The reader's thread (the process's first): the writer's thread reads the reader's
+    // /proc/.../syscall until it sees it blocked in the read.
+    let tool = Running::start("syslat", &["-s", "read", "--tid", &pid, "-j"]);
     workload.run();
     let (code, out, err) = tool.interrupt();
     assert_eq!(code, 0, "syslat failed: {err}");

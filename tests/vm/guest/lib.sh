@@ -561,8 +561,9 @@ wait_for_line() {
 }
 
 # traced_by WORKLOAD NAME WORKLOAD_ARGS -- TOOL_ARGS: starts a workload helper (it prints
-# `ready PID`, then waits for SIGUSR1), traces it with the tool (-j -p PID TOOL_ARGS), lets it
-# run, waits for its exit, stops the tool. Output in NAME.out.
+# `ready PID`, then waits for SIGUSR1), traces it with the tool (-j -p PID TOOL_ARGS; TRACED_TASK
+# replaces -p, e.g. --tid for the helper's first thread alone), lets it run, waits for its exit,
+# stops the tool. Output in NAME.out.
 traced_by() {
   _helper=$1
   _name=$2
@@ -577,7 +578,7 @@ traced_by() {
   "$_helper" $_wargs >"$IOSTACK_WORK/$_name.wl" &
   _wpid=$!
   wait_for_line 10 '^ready' "$IOSTACK_WORK/$_name.wl"
-  if ! tool_start "$_name" -j -p "$_wpid" "$@"; then
+  if ! tool_start "$_name" -j "${TRACED_TASK:--p}" "$_wpid" "$@"; then
     kill -KILL "$_wpid" 2>/dev/null
     return 1
   fi
