@@ -342,20 +342,28 @@ impl Prober {
     /// that are not in vmlinux: filesystems (xfs, btrfs, nfs...) are often modules. Only the
     /// running kernel has module BTF to read.
     pub fn module_of(&self, function: &str) -> Option<String> {
-        if self.facilities().is_some() || self.has_function(function) {
+        if self.has_function(function) {
+            return None;
+        }
+        self.module_function(function)
+            .map(|(module, _)| module.name.clone())
+    }
+
+    /// The loaded module whose BTF has this function, and the function's id there (None for a
+    /// described kernel: only the running one has module BTF to read).
+    fn module_function(&self, function: &str) -> Option<(&ModuleBtf, u32)> {
+        if self.facilities().is_some() {
             return None;
         }
         let name = CString::new(function).ok()?;
         self.module_btfs()
             .iter()
-            .find(|m| m.function_id(&name).is_some())
-            .map(|m| m.name.clone())
+            .find_map(|m| Some((m, m.function_id(&name)?)))
     }
 
     /// A function's parameters, from vmlinux BTF or, for a function of a loaded module, the
     /// module's BTF.
     pub fn signature(&self, function: &str) -> Option<Signature> {
-        let name = CString::new(function).ok()?;
         if let Some(id) = self.function_id(function) {
             // SAFETY: the vmlinux BTF object lives as long as self; id is one of its functions.
             return Some(Signature {
@@ -363,13 +371,7 @@ impl Prober {
                 module: None,
             });
         }
-        if self.facilities().is_some() {
-            return None;
-        }
-        let (module, id) = self
-            .module_btfs()
-            .iter()
-            .find_map(|m| Some((m, m.function_id(&name)?)))?;
+        let (module, id) = self.module_function(function)?;
         Some(Signature {
             // SAFETY: the module's BTF lives as long as self; id is one of its functions.
             params: unsafe { btf_params(module.btf, id) }?,
@@ -655,8 +657,7 @@ impl KallsymsTexts {
         let mut names = std::collections::HashSet::new();
         if let Ok(file) = fs::File::open("/proc/kallsyms") {
             for line in std::io::BufReader::new(file).lines().map_while(|l| l.ok()) {
-                let mut f = line.split_whitespace();
-                if let (Some(_), Some("t" | "T"), Some(sym)) = (f.next(), f.next(), f.next()) {
+                if let Some((_, sym)) = kallsyms_text_line(&line) {
                     names.insert(hasher.hash_one(sym.as_bytes()));
                 }
             }
@@ -716,11 +717,18 @@ fn kallsyms_text(name: &str) -> Option<String> {
         .lines()
         .map_while(|l| l.ok())
         .find_map(|line| {
-            let mut f = line.split_whitespace();
-            let (addr, kind, sym) = (f.next(), f.next(), f.next());
-            (matches!(kind, Some("t" | "T")) && sym == Some(name))
-                .then(|| addr.unwrap_or("").to_string())
+            let (addr, sym) = kallsyms_text_line(&line)?;
+            (sym == name).then(|| addr.to_string())
         })
+}
+
+/// A /proc/kallsyms line of a text (function) symbol: its address and name.
+fn kallsyms_text_line(line: &str) -> Option<(&str, &str)> {
+    let mut f = line.split_whitespace();
+    match (f.next(), f.next(), f.next()) {
+        (Some(addr), Some("t" | "T"), Some(sym)) => Some((addr, sym)),
+        _ => None,
+    }
 }
 
 fn find_tracefs() -> Option<PathBuf> {
