@@ -8,8 +8,9 @@
 //! BAD_READS read() on a closed descriptor (EBADF), and PIPE_READS read() on a pipe whose writer
 //! thread writes each byte PIPE_SLEEP_MS after the reader is blocked in that read (its PIPE_READS
 //! write() calls, and its reads of /proc/thread-self/syscall that see the reader blocked, are in
-//! the process too: trace the reader's thread, --tid PID, to count the pipe reads). Last, THREADS threads, each started once the one before has ended, make one read()
-//! on /dev/zero each. Then it exits without writing anything else.
+//! the process too: trace the reader's thread, --tid PID, to count the pipe reads); after them it
+//! prints `pipe reads ns N...`, each read's time by the reader's own clock around it. Last, THREADS threads, each started once the one before has ended, make one read()
+//! on /dev/zero each. Then it exits without writing anything else (but the pipe reads' line).
 //! Files are opened before the signal, descriptors closed with close(), which syslat ignores.
 
 use std::ffi::CString;
@@ -149,14 +150,18 @@ fn main() {
     go.wait();
 
     let mut byte = [0u8; 1];
-    // Pipe reads first, each sleeping at least the writer's PIPE_SLEEP_MS: only the few
-    // instructions between the store and the call are outside it.
+    // Pipe reads first, each sleeping at least the writer's PIPE_SLEEP_MS, each timed by the
+    // reader's own clock around it (the vDSO's, no system call): a tracer's two stamps of a
+    // read lie within it, however late the kernel runs the tracer's programs.
+    let mut pipe_read_ns = Vec::with_capacity(pipe_reads as usize);
     for i in 1..=pipe_reads {
         entering.store(i, Ordering::Release);
+        let before = std::time::Instant::now();
         check(
             unsafe { libc::read(pipe_fds[0], byte.as_mut_ptr().cast(), 1) },
             "pipe read",
         );
+        pipe_read_ns.push(before.elapsed().as_nanos());
     }
     for _ in 0..reads {
         // SAFETY: reads one byte into a local buffer.
@@ -186,6 +191,11 @@ fn main() {
     }
     if let Some(w) = writer {
         let _ = w.join();
+    }
+    if pipe_reads > 0 {
+        // One write(2), after every traced call but the threads' reads below.
+        let times: Vec<String> = pipe_read_ns.iter().map(|ns| ns.to_string()).collect();
+        println!("pipe reads ns {}", times.join(" "));
     }
     for _ in 0..threads {
         let reader = thread::spawn(move || {

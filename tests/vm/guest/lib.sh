@@ -647,35 +647,6 @@ ftrace_instance_remove() {
   rmdir "$_fi"
 }
 
-# syscall_trace_start NAME TID SYSCALL: an ftrace instance of its own traces thread TID's calls
-# of SYSCALL: the raw syscall tracepoints syslat hooks.
-syscall_trace_start() {
-  ftrace_instance "$1" || return 1
-  echo "$2" >"$instance/set_event_pid" &&
-    echo 1 >"$instance/events/syscalls/sys_enter_$3/enable" &&
-    echo 1 >"$instance/events/syscalls/sys_exit_$3/enable" &&
-    echo 1 >"$instance/tracing_on"
-}
-
-# syscall_trace_us NAME SYSCALL: each traced call's time from entry to exit, in microseconds, one
-# per line, in order ("lost" if the trace lost events, "unpaired" if an entry and exit do not
-# pair); then removes the instance.
-syscall_trace_us() {
-  _st="/sys/kernel/tracing/instances/iostack-$1"
-  echo 0 >"$_st/tracing_on"
-  # "comm-tid [cpu] flags secs.usecs: sys_read(fd: 3, ...)" and "...: sys_read -> 0x1".
-  awk -v e=": sys_$2(" -v x=": sys_$2 -> " '
-    # busybox awk reads "010701" as octal: the microseconds are read behind a leading 1.
-    function stamp(at,   n, f, t) { n = split(substr($0, 1, at - 1), f, " "); split(f[n], t, ".")
-      return t[1] * 1000000 + ("1" t[2]) - 1000000 }
-    /LOST/ { print "lost"; exit }
-    /^#/ { next }
-    index($0, e) { if (begun != "") { print "unpaired"; exit } begun = stamp(index($0, e)); next }
-    index($0, x) { if (begun == "") { print "unpaired"; exit } print stamp(index($0, x)) - begun; begun = "" }
-  ' "$_st/trace"
-  ftrace_instance_remove "$1" "syscalls/sys_enter_$2" "syscalls/sys_exit_$2"
-}
-
 # block_trace_start NAME DISK: an ftrace instance of its own records every request DISK's queue
 # issues and completes (block_rq_issue, block_rq_complete: the thread current at each, the
 # request's kind, sector and size), for a check to show when its count of a disk's requests is

@@ -1,12 +1,12 @@
 #!/bin/sh
 # syslat's kernel-matrix checks. A helper (examples/syscall_workload) makes an exact set of system
 # calls; syslat, filtered to its PID, must count exactly those, only the failures with -x, and
-# the latency we injected (pipe reads whose writer sleeps 20 ms), read by read as the kernel's own
-# trace (ftrace) has them. Runs under busybox sh.
+# the latency we injected (pipe reads whose writer sleeps 20 ms), read by read within what bounds
+# it (the writer's sleep, the reader's own clock). Runs under busybox sh.
 set -u
 . "$(dirname "$0")/lib.sh"
 trap 'tool_cleanup; tracefs_release' EXIT
-# The per-syscall tracepoints (--attach tracepoint) and the kernel's own trace need tracefs.
+# The per-syscall tracepoints (--attach tracepoint) need tracefs.
 tracefs_ensure
 
 workload="${IOSTACK_HELPERS:-/iostack/helpers}/syscall_workload"
@@ -64,50 +64,52 @@ wait "$noise" 2>/dev/null
 traced_by "$workload" failed 50 40 2 5 7 -- -x && expect_counts failed-only failed "read=7"
 
 # --- injected latency: 6 pipe reads, each waiting 20 ms for the writer thread ---------------
-# Held read by read to the kernel's own trace of the reader's reads (ftrace's sys_enter_read and
-# sys_exit_read, on CLOCK_MONOTONIC), as tests/syslat.rs does on the host: each slot holds the
-# reads the trace puts there (a read within 1 us of a slot's edge, the trace's resolution, may be
-# on either side of it). It used to want 5 of the 6 in the 16-32 ms slot: under TCG the emulator
-# now and then wakes the writer late, and CI40's 6.1 VM had two of the six at 32-64 ms.
-# The reader's thread alone (--tid: the process's first thread): the writer reads the reader's
-# /proc/.../syscall until it sees it blocked in the read, and only then starts its 20 ms (CI56's
-# 6.1 guest traced a read of 18375 us when the writer started on the reader's word that it was
-# going into the read: the reader was held before its read).
-if TRACED_TASK=--tid TRACED_BEFORE='syscall_trace_start syslat "$_wpid" read' traced_by "$workload" pipe 0 0 0 0 0 6 20 -- -s read; then
-  traced=$(syscall_trace_us syslat read | tr '\n' ' ' | sed 's/ $//')
+# Each read's slot held to what bounds it by construction, as tests/syslat.rs does on the host:
+# at least the writer's 20 ms (it starts once it sees the reader blocked in the read), at most
+# the read by the reader's own clock around it (syscall_workload prints them: "pipe reads ns
+# ..."). The kernel's own trace of the reads (ftrace's sys_enter_read and sys_exit_read) is no
+# bound: its programs run beside syslat's on the same tracepoints, and an interrupt between the
+# two puts their stamps apart (583 and 774 us among 80 reads' exits in 6.1 and 6.12 guests, the
+# trace's event flagged need-resched; 7 ms or more in CI57's 6.12 guest, where the trace had a
+# read at 39998 us and syslat put it under 33.6 ms). The reader's thread alone (--tid: the
+# process's first thread): the writer reads the reader's /proc/.../syscall until it sees it
+# blocked in the read, and only then starts its 20 ms (CI56's 6.1 guest traced a read of 18375
+# us when the writer started on the reader's word that it was going into the read).
+if TRACED_TASK=--tid traced_by "$workload" pipe 0 0 0 0 0 6 20 -- -s read; then
+  reader=$(sed -n 's/^pipe reads ns //p' "$IOSTACK_WORK/pipe.wl")
   line=$(json_hists "$(out_of pipe)" | awk -F'\t' '$8 == "read"')
   count=$(echo "$line" | cut -f3)
   p50=$(echo "$line" | cut -f5)
   slots=$(echo "$line" | cut -f7)
-  # Slot (its low edge, us) -> at least, at most, from the trace; then each of syslat's slots
-  # inside its bounds, no slot the trace has no read for, every read 20 ms at least (the writer's
-  # sleep), and p50 the middle of the fine bucket (1/8 of a power of two) of the 3rd read.
-  verdict=$(echo "$traced" | awk -v got="$slots" -v p50="$p50" '
+  # Slot (its low edge, us) -> at least, at most, from [20 ms, the reader's clock]; then each of
+  # syslat's slots inside its bounds, no slot no read can be in, and p50 within the fine bucket
+  # (1/8 of a power of two) of a 3rd read between 20 ms and the reader's 3rd.
+  verdict=$(echo "$reader" | awk -v got="$slots" -v p50="$p50" '
     function slot(us,   s) { s = 1; while (s * 2 <= us) s *= 2; return s }
-    { for (i = 1; i <= NF; i++) { if ($i !~ /^[0-9]+$/) { print "trace " $i; bad = 1; exit }
-        us[++n] = $i; lo = slot($i - 1); hi = slot($i + 1); most[lo]++
-        if (lo == hi) least[lo]++; else most[hi]++ } }
+    { for (i = 1; i <= NF; i++) { if ($i !~ /^[0-9]+$/) { print "the reader said " $i; bad = 1; exit }
+        ns[++n] = $i; lo = slot(20000); hi = slot(int($i / 1000) + 1)
+        if (lo == hi) least[lo]++
+        for (s = lo; s <= hi; s *= 2) most[s]++ } }
     END {
       if (bad) exit
-      if (n != 6) { print "the kernel traced " n " reads"; exit }
-      for (i = 1; i <= n; i++) if (us[i] < 20000) { print "a read of " us[i] " us, under the 20 ms sleep"; exit }
+      if (n != 6) { print "the reader timed " n " reads"; exit }
+      for (i = 1; i <= n; i++) if (ns[i] < 20000000) { print "a read of " ns[i] " ns by the reader, under the 20 ms sleep"; exit }
       k = split(got, g, ","); for (i = 1; i <= k; i++) { split(g[i], f, ":"); have[f[1]] = f[3] }
-      for (s in most) if (have[s] + 0 < least[s] + 0 || have[s] + 0 > most[s]) { print "slot " s " us: " have[s] + 0 " reads, the trace says " least[s] + 0 " to " most[s]; exit }
-      for (s in have) if (!(s in most)) { print "slot " s " us: " have[s] " reads, the trace none"; exit }
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (us[j] < us[i]) { t = us[i]; us[i] = us[j]; us[j] = t }
-      m = us[3] * 1000
-      if (p50 < m * 8 / 9 - 1000 || p50 > m * 9 / 8 + 1000) { print "p50 " p50 " ns, the 3rd of 6 reads " m " ns"; exit }
+      for (s in most) if (have[s] + 0 < least[s] + 0 || have[s] + 0 > most[s]) { print "slot " s " us: " have[s] + 0 " reads, the reader'"'"'s clock allows " least[s] + 0 " to " most[s]; exit }
+      for (s in have) if (!(s in most)) { print "slot " s " us: " have[s] " reads, no read can be there"; exit }
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (ns[j] < ns[i]) { t = ns[i]; ns[i] = ns[j]; ns[j] = t }
+      if (p50 < 20000000 * 8 / 9 - 1000 || p50 > ns[3] * 9 / 8 + 1000) { print "p50 " p50 " ns, the 3rd of 6 reads between 20000000 and " ns[3] " ns"; exit }
       print "ok" }')
   if [ "$count" = 6 ] && [ "$verdict" = ok ]; then
-    pass latency "6 reads, slots $slots as the kernel's trace has them ($traced us), p50 ${p50} ns"
+    pass latency "6 reads, slots $slots within [20 ms, the reader's clock: $reader ns], p50 ${p50} ns"
   else
-    fail latency "count $count, slots $slots, p50 $p50 ns; the kernel's trace: $traced us: ${verdict:-no verdict}"
+    fail latency "count $count, slots $slots, p50 $p50 ns; the reader's clock: $reader ns: ${verdict:-no verdict}"
   fi
 else
   fail latency "$(brief pipe)"
 fi
 # (ash keeps a function call's assignments after it.)
-unset TRACED_TASK TRACED_BEFORE
+unset TRACED_TASK
 
 # --- --cgroup: exactly the calls of the tasks in one cgroup -----------------------------------
 # Two workloads, one in each of two cgroups, a syslat per cgroup.
