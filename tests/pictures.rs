@@ -367,6 +367,8 @@ fn known_report(c: usize, parts: Option<[u64; PARTS]>) -> IostackReport {
         time: format!("10:00:0{c}"),
         unit: Unit::Usecs,
         ops,
+        requests: vec![],
+        request_losses: Default::default(),
         missing: vec![],
         unwaited: [0; 6],
         processes: None,

@@ -347,6 +347,33 @@ fn iostack_plans_the_scheduler_the_block_layer_and_the_layers_each_kernel_has() 
             "none",
         ];
         wrong.extend(row("ext4-read", n, role(plan, "ext4-read"), ext4));
+        // io_uring's tracepoints: 5.15's io_uring (Debian's 5.10) names no request at
+        // completion; 6.4 renamed the submission; 6.13 passes the CQE.
+        let submit = [
+            "tp_btf/io_uring_submit_sqe",
+            "tp_btf/io_uring_submit_sqe",
+            "tp_btf/io_uring_submit_req",
+            "tp_btf/io_uring_submit_req",
+        ];
+        wrong.extend(row("uring-submit", n, role(plan, "uring-submit"), submit));
+        for r in ["uring-punt", "uring-complete"] {
+            wrong.extend(row(r, n, role(plan, r), ["tp_btf/io_uring_"; 4]));
+        }
+        let layout = [
+            "requests followed from the SQE consumed to the CQE posted, as their calls' operations: read READV, read READ_FIXED, read READ, write WRITEV, write WRITE_FIXED, write WRITE, sync FSYNC, sync SYNC_FILE_RANGE, open OPENAT, open OPENAT2; 5.15's io_uring",
+            "requests followed from the SQE consumed to the CQE posted, as their calls' operations: read READV, read READ_FIXED, read READ, write WRITEV, write WRITE_FIXED, write WRITE, sync FSYNC, sync SYNC_FILE_RANGE, open OPENAT, open OPENAT2; 6.1's io_uring",
+            "requests followed from the SQE consumed to the CQE posted, as their calls' operations: read READV, read READ_FIXED, read READ, write WRITEV, write WRITE_FIXED, write WRITE, sync FSYNC, sync SYNC_FILE_RANGE, open OPENAT, open OPENAT2; a request is known by its io_kiocb",
+            "requests followed from the SQE consumed to the CQE posted, as their calls' operations: read READV, read READ_FIXED, read READ, write WRITEV, write WRITE_FIXED, write WRITE, sync FSYNC, sync SYNC_FILE_RANGE, open OPENAT, open OPENAT2; a request is known by its io_kiocb",
+        ];
+        wrong.extend(row("io_uring", n, decision(plan, "io_uring"), layout));
+        // 6.1 added the block device's single-bio asynchronous path.
+        let dio = [
+            "a direct-I/O bio leads to its request, with no map: its end_io (iomap_dio_bio_end_io, blkdev_bio_end_io, addresses",
+            "a direct-I/O bio leads to its request, with no map: its end_io (iomap_dio_bio_end_io, blkdev_bio_end_io, blkdev_bio_end_io_async, addresses",
+            "a direct-I/O bio leads to its request, with no map: its end_io (iomap_dio_bio_end_io, blkdev_bio_end_io, blkdev_bio_end_io_async, addresses",
+            "a direct-I/O bio leads to its request, with no map: its end_io (iomap_dio_bio_end_io, blkdev_bio_end_io, blkdev_bio_end_io_async, addresses",
+        ];
+        wrong.extend(row("io_uring-io", n, decision(plan, "io_uring-io"), dio));
         // prev_state became sched_switch's fourth argument in 5.18.
         let state = [
             "sched_switch has no prev_state",

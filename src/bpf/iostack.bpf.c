@@ -48,6 +48,7 @@ struct journey _journey = {};
 struct layer_key _layer_key = {};
 struct group_key _group_key = {};
 struct cgroup_totals _cgroup_totals = {};
+struct uring_totals _uring_totals = {};
 
 THREAD_STATE(calls, struct call_state, 32768)
 
@@ -298,6 +299,174 @@ TP_TWINS(sched_switch, switch, switch_args)
 TP_TWINS(sched_waking, waking, waking_args)
 TP_TWINS(sched_wakeup, wakeup, wakeup_args)
 
+/* ---- io_uring requests ---------------------------------------------------------------------- */
+
+/* Requests never pass through read() or write(): each is followed from its submission (the SQE
+ * consumed, in the submitter, the SQPOLL thread or a retry) to its completion entry (the CQE
+ * posted), by the io_uring tracepoints, whoever runs it meanwhile (inline, an io-wq worker). */
+const volatile __u8 uring_abi = URING_NONE;
+/* An opcode's operation slot (0: not followed). */
+const volatile __u8 uring_ops[IOSTACK_URING_OPCODES] = {};
+/* REQ_F_CQE_SKIP (5.17+, from BTF): a request that posts no completion entry when it succeeds
+ * is not followed (it would never end). */
+const volatile __u64 uring_cqe_skip = 0;
+
+/* The request (6.1+), or its ring and user_data on 5.15's io_uring, whose completion
+ * tracepoint passes no request. */
+struct uring_key {
+	__u64 a;
+	__u64 b;
+};
+
+struct uring_req {
+	__u64 start;
+	__u64 req;     /* the io_kiocb: its file at completion (alive until its entry is posted) */
+	/* Its block I/O (direct I/O's bios lead to it: uring_request_io_ended): the union of
+	 * its requests' time on the device, in completion order (as lib/breakdown.bpf.h's
+	 * device_union_add), and when the last one ended. */
+	__u64 dev_closed;
+	__u64 dev_floor;
+	__u64 dev_run_start;
+	__u64 dev_run_end;
+	__u64 io_end;
+	__u32 ios;
+	__u8 op;
+	__u8 punted;
+	__u8 pad[2];
+};
+
+/* Requests in flight. A submission that finds no room is counted (uring_losses). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct uring_key);
+	__type(value, struct uring_req);
+} uring_reqs SEC(".maps");
+
+/* Index: generation * IOSTACK_OPS + op. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * IOSTACK_OPS);
+	__type(key, __u32);
+	__type(value, struct uring_totals);
+} uring_totals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * IOSTACK_OPS);
+	__type(key, __u32);
+	__type(value, struct hist);
+} uring_hists SEC(".maps");
+
+/* Cumulative: [0] completion entries of followed opcodes whose submission was not seen (in
+ * flight when tracing began; 6.1+ only: 5.15's completion names no request), [1] submissions
+ * the map had no room for. */
+__u64 uring_losses[2];
+
+/* The end_io functions of direct I/O whose bios lead to their kiocb, which is at offset 0 of
+ * an io_uring request (and of an AIO request): iomap's (bi_private is the iomap_dio), the
+ * block device's (bi_private is the blkdev_dio) and its single-bio asynchronous path (the bio
+ * is inside the blkdev_dio). Set by user space after the verifier is done, from kallsyms (as
+ * throttle_dispatch_fn); 0: not here. */
+__u64 dio_end_io_iomap = 0;
+__u64 dio_end_io_blkdev = 0;
+__u64 dio_end_io_blkdev_async = 0;
+
+/* The kiocb a direct-I/O bio was made for, 0 if none. */
+static __always_inline __u64 bio_kiocb(__u64 bio)
+{
+	__u64 end_io = (__u64)BPF_CORE_READ((struct bio *)bio, bi_end_io);
+	struct blkdev_dio *bdio;
+	struct iomap_dio *idio;
+
+	if (!end_io)
+		return 0;
+	if (end_io == dio_end_io_iomap) {
+		idio = BPF_CORE_READ((struct bio *)bio, bi_private);
+		return (__u64)BPF_CORE_READ(idio, iocb);
+	}
+	if (!bpf_core_type_exists(struct blkdev_dio))
+		return 0;
+	if (end_io == dio_end_io_blkdev) {
+		bdio = BPF_CORE_READ((struct bio *)bio, bi_private);
+		return (__u64)BPF_CORE_READ(bdio, iocb);
+	}
+	if (end_io == dio_end_io_blkdev_async) {
+		bdio = (void *)(bio - bpf_core_field_offset(struct blkdev_dio, bio));
+		return (__u64)BPF_CORE_READ(bdio, iocb);
+	}
+	return 0;
+}
+
+/* 5.15's io_kiocb keeps its ring and user_data itself (6.x: user_data in req->cqe). */
+struct io_kiocb___5_15 {
+	struct io_ring_ctx *ctx;
+	__u64 user_data;
+} __attribute__((preserve_access_index));
+
+/* The request in flight a kiocb is the start of, or NULL. */
+static __always_inline struct uring_req *uring_req_of_kiocb(__u64 kiocb, struct uring_key *k)
+{
+	struct io_kiocb___5_15 *old = (void *)kiocb;
+
+	k->a = kiocb;
+	k->b = 0;
+	if (uring_abi == URING_5_15) {
+		k->a = (__u64)BPF_CORE_READ(old, ctx);
+		k->b = BPF_CORE_READ(old, user_data);
+	}
+	return bpf_map_lookup_elem(&uring_reqs, k);
+}
+
+/* A block request ends, issued at `issue` (0: unknown): each io_uring request its bios were
+ * made for counts it, its device time and its end. True if any did. One function the verifier
+ * checks once on its own (as own_request_ended_now). */
+__noinline int uring_request_io_ended(__u64 bio, __u64 issue, __u64 now)
+{
+	struct uring_key k = {}, last = {};
+	struct uring_req *r;
+	bool any = false;
+	__u64 kiocb, a;
+
+	if (uring_abi == URING_NONE)
+		return 0;
+	for (int i = 0; i < 8; i++) {
+		if (!bio)
+			break;
+		kiocb = bio_kiocb(bio);
+		bio = (__u64)BPF_CORE_READ((struct bio *)bio, bi_next);
+		if (!kiocb)
+			continue;
+		r = uring_req_of_kiocb(kiocb, &k);
+		/* Bios of one request merged into one block request count once. */
+		if (!r || (k.a == last.a && k.b == last.b))
+			continue;
+		last = k;
+		any = true;
+		r->ios++;
+		r->io_end = now;
+		a = issue && issue < now ? issue : now;
+		if (a < r->dev_floor)
+			a = r->dev_floor;
+		if (now <= a)
+			continue;
+		if (!r->dev_run_end) {
+			r->dev_run_start = a;
+			r->dev_run_end = now;
+		} else if (a <= r->dev_run_end) {
+			if (a < r->dev_run_start)
+				r->dev_run_start = a;
+			r->dev_run_end = now;
+		} else {
+			r->dev_closed += r->dev_run_end - r->dev_run_start;
+			r->dev_floor = r->dev_run_end;
+			r->dev_run_start = a;
+			r->dev_run_end = now;
+		}
+	}
+	return any;
+}
+
 /* ---- block I/O ------------------------------------------------------------------------------ */
 
 /* A bio enters the block layer in its submitter's context: the call in progress there, if any,
@@ -533,6 +702,12 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 			__sync_fetch_and_add(&waited[kind], 1);
 		credit_flushes_of(0);
 	}
+	/* An io_uring request waited for it (its direct I/O). */
+	if (uring_request_io_ended(bio_nr, m->issue, now) && !m->waited) {
+		m->waited = 1;
+		if (kind < KINDS)
+			__sync_fetch_and_add(&waited[kind], 1);
+	}
 	return 0;
 }
 
@@ -639,19 +814,14 @@ static __always_inline int on_sys_enter(long id, __u64 fd)
 	return 0;
 }
 
-/* --fs and -d: the call's file is on that filesystem type and disk. */
-static __always_inline bool file_selected(struct call_state *st, long ret)
+/* --fs and -d: the file is on that filesystem type and disk (any file without them). */
+static __always_inline bool file_passes(struct file *f)
 {
 	char fs[FN_FS_LEN] = {};
-	__s64 fd = st->op == open_op ? ret : (__s64)st->fd;
-	struct file *f;
 	__u32 dev;
 
 	if (!filter_fs && !disk_devs[0])
 		return true;
-	if (fd < 0)
-		return false;
-	f = fd_file(fd);
 	if (!f)
 		return false;
 	if (filter_fs) {
@@ -671,6 +841,16 @@ static __always_inline bool file_selected(struct call_state *st, long ret)
 			return true;
 	}
 	return false;
+}
+
+/* --fs and -d: the call's file is on that filesystem type and disk. */
+static __always_inline bool file_selected(struct call_state *st, long ret)
+{
+	__s64 fd = st->op == open_op ? ret : (__s64)st->fd;
+
+	if (!filter_fs && !disk_devs[0])
+		return true;
+	return fd >= 0 && file_passes(fd_file(fd));
 }
 
 /* `gen`: the report generation the call's exit read once, so that its totals, its layers and
@@ -868,6 +1048,147 @@ static __always_inline int on_sys_exit(long id, long ret)
 		record_group(gen, st, total, ios);
 	return 0;
 }
+
+static __always_inline __u8 uring_op_of(__u8 opcode)
+{
+	return opcode < IOSTACK_URING_OPCODES ? uring_ops[opcode & (IOSTACK_URING_OPCODES - 1)] : 0;
+}
+
+/* io_uring_submit_req(req) (6.4+), io_uring_submit_sqe(req, force_nonblock) (6.1), or 5.15's
+ * io_uring_submit_sqe(ctx, req, opcode, user_data, ...): the SQE is consumed, the request about
+ * to be issued. */
+static __always_inline int uring_submit_args(__u64 *args, bool typed)
+{
+	struct uring_req r = {};
+	struct uring_key k = {};
+	struct io_kiocb *req;
+	__u8 opcode;
+
+	if (!current_selected())
+		return 0;
+	if (uring_abi == URING_5_15) {
+		req = (struct io_kiocb *)args[1];
+		opcode = (__u8)args[2];
+		k.a = args[0];
+		k.b = args[3];
+	} else {
+		req = (struct io_kiocb *)args[0];
+		opcode = BPF_CORE_READ(req, opcode);
+		if (uring_cqe_skip && ((__u64)BPF_CORE_READ(req, flags) & uring_cqe_skip))
+			return 0;
+		k.a = (__u64)req;
+	}
+	r.op = uring_op_of(opcode);
+	if (!r.op)
+		return 0;
+	r.req = (__u64)req;
+	r.start = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&uring_reqs, &k, &r, BPF_ANY))
+		__sync_fetch_and_add(&uring_losses[1], 1);
+	return 0;
+}
+
+/* io_uring_queue_async_work(req, rw) (6.1+) or (ctx, rw, req, work, flags) (5.15): handed to an
+ * io-wq worker. */
+static __always_inline int uring_punt_args(__u64 *args, bool typed)
+{
+	struct uring_key k = {};
+	struct uring_req *r;
+
+	if (uring_abi == URING_5_15) {
+		struct io_kiocb___5_15 *req = (void *)args[2];
+
+		k.a = args[0];
+		k.b = BPF_CORE_READ(req, user_data);
+	} else {
+		k.a = args[0];
+	}
+	r = bpf_map_lookup_elem(&uring_reqs, &k);
+	if (r)
+		r->punted = 1;
+	return 0;
+}
+
+/* The request's file (the opened one, for an open: its result), for --fs and -d. */
+static __always_inline bool uring_file_passes(struct uring_req *r, __s64 res)
+{
+	struct io_kiocb *req = (struct io_kiocb *)r->req;
+
+	if (!filter_fs && !disk_devs[0])
+		return true;
+	if (r->op == open_op)
+		return res >= 0 && file_passes(fd_file(res));
+	return file_passes(BPF_CORE_READ(req, file));
+}
+
+/* io_uring_complete: the request's completion entry is posted (6.13+: (ctx, req, cqe), an
+ * auxiliary entry with no request; 6.1: (ctx, req, user_data, res, ...); 5.15: (ctx,
+ * user_data, res, cflags)). */
+static __always_inline int uring_complete_args(__u64 *args, bool typed)
+{
+	struct uring_totals *t;
+	struct uring_key k = {};
+	struct uring_req *r;
+	struct hist *h;
+	__u64 now, lat;
+	__s64 res;
+	__u32 idx, gen;
+
+	if (uring_abi == URING_5_15) {
+		k.a = args[0];
+		k.b = args[1];
+		res = (__s32)args[2];
+	} else {
+		k.a = args[1];
+		if (!k.a)
+			return 0;
+		if (uring_abi == URING_6_13)
+			res = BPF_CORE_READ((struct io_uring_cqe *)args[2], res);
+		else
+			res = (__s32)args[3];
+	}
+	r = bpf_map_lookup_elem(&uring_reqs, &k);
+	if (!r) {
+		struct io_kiocb *req = (struct io_kiocb *)k.a;
+
+		/* Only a request we would have followed is a loss. */
+		if (uring_abi != URING_5_15 && uring_op_of(BPF_CORE_READ(req, opcode)) &&
+		    current_selected())
+			__sync_fetch_and_add(&uring_losses[0], 1);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	lat = now > r->start ? now - r->start : 0;
+	if (!uring_file_passes(r, res)) {
+		bpf_map_delete_elem(&uring_reqs, &k);
+		return 0;
+	}
+	gen = hist_gen & 1;
+	barrier_var(gen);
+	idx = gen * IOSTACK_OPS + (r->op & (IOSTACK_OPS - 1));
+	t = bpf_map_lookup_elem(&uring_totals, &idx);
+	if (t) {
+		t->requests++;
+		t->total_ns += lat;
+		if (lat > t->max_ns)
+			t->max_ns = lat;
+		t->punted += r->punted;
+		t->ios += r->ios;
+		t->device_ns += r->dev_closed + (r->dev_run_end - r->dev_run_start);
+		if (r->io_end && now > r->io_end)
+			t->after_io_ns += now - r->io_end;
+	}
+	h = bpf_map_lookup_elem(&uring_hists, &idx);
+	if (h)
+		hist_record_exclusive(h, lat);
+	bpf_map_delete_elem(&uring_reqs, &k);
+	return 0;
+}
+
+TP_TWINS(io_uring_submit_req, uring_submit, uring_submit_args)
+TP_TWINS(io_uring_submit_sqe, uring_submit_sqe, uring_submit_args)
+TP_TWINS(io_uring_queue_async_work, uring_punt, uring_punt_args)
+TP_TWINS(io_uring_complete, uring_complete, uring_complete_args)
 
 /* Task storage goes with the task; the hash entries must be removed. */
 static __always_inline int on_task_exit(void)

@@ -98,4 +98,32 @@ struct journey {
 	struct req_seen reqs[IOSTACK_JOURNEY_REQS];
 };
 
+/* io_uring requests: how this kernel's io_uring tracepoints pass their arguments (chosen by
+ * src/tools/iostack/plan.rs from the tracepoints' BTF; the research note io-interfaces.md). */
+enum uring_abi {
+	URING_NONE = 0,  /* no io_uring tracepoints, or a layout we do not know: not followed */
+	URING_5_15 = 1,  /* Debian's 5.10 (5.15's io_uring): submit_sqe(ctx, req, opcode, user_data,
+			  * flags, force_nonblock, sq_thread), queue_async_work(ctx, rw, req, work,
+			  * flags), complete(ctx, user_data, res, cflags): no request at completion */
+	URING_6_1 = 2,   /* submit_sqe(req, force_nonblock) or submit_req(req) (6.4+),
+			  * queue_async_work(req, rw), complete(ctx, req, user_data, res, cflags, ...) */
+	URING_6_13 = 3,  /* complete(ctx, req, cqe) */
+};
+
+/* io_uring opcodes an operation can claim (6.18 has 63). */
+#define IOSTACK_URING_OPCODES 64
+
+/* Per operation, the io_uring requests that posted their completion entry in an interval. */
+struct uring_totals {
+	__u64 requests;
+	__u64 total_ns;   /* submission (the SQE consumed) to the completion entry posted */
+	__u64 max_ns;
+	__u64 punted;     /* of them, those handed to an io-wq worker */
+	__u64 ios;        /* block requests made for them (direct I/O) */
+	__u64 device_ns;  /* of total_ns, while one of a request's block requests was on the
+			   * device */
+	__u64 after_io_ns; /* of total_ns, from a request's last block request's end to its
+			    * completion entry (the completion's task work) */
+};
+
 #endif

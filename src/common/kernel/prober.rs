@@ -457,6 +457,21 @@ impl Prober {
         None
     }
 
+    /// Every value of the enum that holds this enumerator, named or anonymous (5.15's io_uring
+    /// opcodes are an anonymous enum; 6.x names it `io_uring_op`).
+    pub fn enum_holding(&self, member: &str) -> Option<Vec<(String, i128)>> {
+        let wanted = std::ffi::OsStr::new(member);
+        let named = |name: Option<&std::ffi::OsStr>| name.map(|n| n.to_string_lossy().into_owned());
+        self.btf
+            .type_by_kind::<Enum>()
+            .find(|e| e.iter().any(|m| m.name == Some(wanted)))
+            .map(|e| {
+                e.iter()
+                    .filter_map(|m| Some((named(m.name)?, m.value as i128)))
+                    .collect()
+            })
+    }
+
     /// The value of an enumerator, whichever enum holds it (named or anonymous: enums get
     /// named and renamed, e.g. the `__RQF_*` bits are an anonymous enum in 6.12 and
     /// `enum rqf_flags` later).

@@ -17,8 +17,8 @@ use std::time::Duration;
 use anyhow::{anyhow, Context, Result};
 
 use crate::common::block::disk::{DiskFilter, DiskNames};
-use crate::common::block::request_map_entries;
 use crate::common::block::unseen::{DiskTally, UnseenIos};
+use crate::common::block::{request_map_entries, LaterAddress};
 use crate::common::cgroup::{fill_task_cgroup_map, names::OTHER, per_cgroup_entries, CgroupNames};
 use crate::common::kernel::prober::Prober;
 use crate::common::kernel::syscalls::{
@@ -43,7 +43,7 @@ use crate::common::run::{EventTool, IntervalTool, Tool};
 use breakdown::{Breakdown, PARTS};
 use journey::{Journey, JourneyIo};
 use plan::IostackPlan;
-use report::{CgroupRow, IostackReport, Layer, OpReport, ProcessRow};
+use report::{CgroupRow, IostackReport, Layer, OpReport, ProcessRow, RequestLosses, RequestReport};
 
 crate::bpf_skeleton!(
     "iostack",
@@ -55,6 +55,7 @@ crate::bpf_skeleton!(
     group_key,
     group_totals,
     cgroup_totals,
+    uring_totals,
     journey
 );
 use skel::{types, IostackSkel, IostackSkelBuilder};
@@ -183,6 +184,8 @@ pub struct Iostack {
     skipped: SkippedRuns,
     /// Requests no traced call waited for, cumulative, as reported so far.
     unwaited_shown: [u64; 6],
+    /// io_uring requests not followed, cumulative, as reported so far.
+    request_losses_shown: [u64; 2],
     queue: Option<EventQueue<types::journey>>,
     losses: LossTally,
     /// `--per-cgroup`: cgroup ids back to paths.
@@ -251,6 +254,7 @@ impl Tool for Iostack {
             disks: DiskNames::load(),
             skipped,
             unwaited_shown: [0; 6],
+            request_losses_shown: [0; 2],
             queue,
             losses: LossTally::default(),
             cgroups: opts.per_cgroup.map(CgroupNames::new),
@@ -274,6 +278,10 @@ fn load(
         // Read beside the verifier's work (the kallsyms thread), set before any program runs.
         let bss = mapped(skel.maps.bss_data.as_deref_mut(), "iostack's .bss")?;
         bss.throttle_dispatch_fn = plan.links.throttle_dispatch.get();
+        let end_io = |i: usize| plan.uring.dio_end_io.get(i).map_or(0, LaterAddress::get);
+        bss.dio_end_io_iomap = end_io(0);
+        bss.dio_end_io_blkdev = end_io(1);
+        bss.dio_end_io_blkdev_async = end_io(2);
         Ok(())
     };
     load_planned_then(
@@ -349,6 +357,9 @@ fn load(
             rodata.keep_requests = opts.slow_ns.is_some();
             rodata.slow_ns = opts.slow_ns.unwrap_or(0);
             rodata.open_op = opts.open_op();
+            rodata.uring_abi = plan.uring.abi as u8;
+            rodata.uring_ops = plan.uring.ops;
+            rodata.uring_cqe_skip = plan.uring.cqe_skip;
             if let Some(fs) = &opts.fs {
                 rodata.filter_fs = true;
                 for (dst, b) in rodata.fs_filter.iter_mut().zip(fs.bytes()) {
@@ -381,6 +392,16 @@ fn add_op_totals(sum: &mut types::op_totals, one: &types::op_totals) {
 }
 
 /// A -P or --per-cgroup row's key as the kernel wrote it.
+fn add_uring_totals(sum: &mut types::uring_totals, one: &types::uring_totals) {
+    sum.requests += one.requests;
+    sum.total_ns += one.total_ns;
+    sum.max_ns = sum.max_ns.max(one.max_ns);
+    sum.punted += one.punted;
+    sum.ios += one.ios;
+    sum.device_ns += one.device_ns;
+    sum.after_io_ns += one.after_io_ns;
+}
+
 fn group_key(bytes: &[u8]) -> Result<types::group_key> {
     let mut key = types::group_key::default();
     plain::copy_from_bytes(&mut key, bytes).map_err(|e| anyhow!("bad group key: {e:?}"))?;
@@ -527,6 +548,61 @@ impl Iostack {
         Ok(rows)
     }
 
+    /// The io_uring requests of generation `gen`, per operation, in the operations' order.
+    fn requests(&self, gen: u32) -> Result<Vec<RequestReport>> {
+        let maps = &self.loaded.skel.maps;
+        let totals = drain_percpu_array(
+            &maps.uring_totals,
+            gen,
+            OPS,
+            types::uring_totals::default(),
+            add_uring_totals,
+            |t| t.requests > 0,
+        )?;
+        let mut hists = drain_percpu_array(
+            &maps.uring_hists,
+            gen,
+            OPS,
+            RawHist::zeroed(),
+            RawHist::add,
+            |h| h.count > 0,
+        )?;
+        let mut rows: Vec<(u32, RequestReport)> = totals
+            .into_iter()
+            .map(|(op, t)| {
+                let latency = hists
+                    .iter()
+                    .position(|(i, _)| *i == op)
+                    .map(|at| LatencyHistogram::from(hists.swap_remove(at).1))
+                    .unwrap_or_default();
+                let row = RequestReport {
+                    op: self.opts.op_name(op),
+                    interface: "io_uring",
+                    requests: t.requests,
+                    punted: t.punted,
+                    max_ns: t.max_ns,
+                    ios: t.ios,
+                    device_ns: t.device_ns,
+                    after_io_ns: t.after_io_ns,
+                    latency,
+                };
+                (op, row)
+            })
+            .collect();
+        rows.sort_by_key(|(op, _)| *op);
+        Ok(rows.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// The requests not followed since the last report (the kernel's counts are cumulative).
+    fn new_request_losses(&mut self) -> Result<RequestLosses> {
+        let now = self.bss()?.uring_losses;
+        let shown = std::mem::replace(&mut self.request_losses_shown, now);
+        Ok(RequestLosses {
+            no_start: now[0].saturating_sub(shown[0]),
+            start_full: now[1].saturating_sub(shown[1]),
+        })
+    }
+
     fn new_skipped(&mut self) -> u64 {
         use libbpf_rs::skel::Skel as _;
         self.skipped.take(self.loaded.skel.object())
@@ -669,6 +745,8 @@ impl IntervalTool for Iostack {
             Some(g) => Some(self.cgroup_rows(g, &ops)?),
             None => None,
         };
+        let requests = self.requests(gen)?;
+        let request_losses = self.new_request_losses()?;
         let unwaited = self.new_unwaited()?;
         let accounted = self.accounted()?;
         let kernel = read_kernel_losses(&self.bss()?.losses);
@@ -679,6 +757,8 @@ impl IntervalTool for Iostack {
             time: local_hms(),
             unit: self.opts.unit,
             ops,
+            requests,
+            request_losses,
             missing: self.missing.clone(),
             unwaited,
             processes,

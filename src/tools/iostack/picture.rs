@@ -230,6 +230,8 @@ mod tests {
                     }
                 })
                 .collect(),
+            requests: Vec::new(),
+            request_losses: Default::default(),
             missing: Vec::new(),
             unwaited: [0; 6],
             processes: None,

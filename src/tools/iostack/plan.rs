@@ -8,7 +8,8 @@ use anyhow::{anyhow, Result};
 
 use crate::common::block::reqflags::RequestFlags;
 use crate::common::block::{
-    plan_bio_links, plan_bio_owner, plan_block_hooks, BioLinks, RequestBits, StampChoice, Stamps,
+    plan_bio_links, plan_bio_owner, plan_block_hooks, BioLinks, LaterAddress, RequestBits,
+    StampChoice, Stamps,
 };
 use crate::common::kernel::hooks::{tracepoint_flavor, twin};
 use crate::common::kernel::plan::AttachPlan;
@@ -41,7 +42,62 @@ pub struct IostackPlan {
     pub req_rahead: u32,
     pub req_op_write: u32,
     pub req_op_discard: u32,
+    /// io_uring requests: how the tracepoints pass their arguments here, and which opcodes
+    /// each operation claims.
+    pub uring: UringPlan,
 }
+
+/// `enum uring_abi` of src/bpf/iostack.h.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum UringAbi {
+    None = 0,
+    /// Debian's 5.10 carries 5.15's io_uring: its completion names no request.
+    V5_15 = 1,
+    V6_1 = 2,
+    V6_13 = 3,
+}
+
+/// What the io_uring programs need to know.
+#[derive(Clone, Debug)]
+pub struct UringPlan {
+    pub abi: UringAbi,
+    /// An opcode's operation slot (1 + the index of the operation; 0: not followed).
+    pub ops: [u8; 64],
+    /// REQ_F_CQE_SKIP (5.17+): requests that post no completion entry on success.
+    pub cqe_skip: u64,
+    /// The end_io functions whose direct-I/O bios lead to their kiocb (DIO_END_IO), read from
+    /// kallsyms beside the verifier's work.
+    pub dio_end_io: Vec<LaterAddress>,
+}
+
+/// Direct I/O's end_io functions whose bios lead to the kiocb they were made for, in the order
+/// of src/bpf/iostack.bpf.c's dio_end_io_*: iomap's (ext4, xfs, btrfs), the block device's, and
+/// its single-bio asynchronous path (5.17+).
+pub const DIO_END_IO: [&str; 3] = [
+    "iomap_dio_bio_end_io",
+    "blkdev_bio_end_io",
+    "blkdev_bio_end_io_async",
+];
+
+/// The io_uring opcodes of each operation, as syslat groups the calls: read(2)'s family, and
+/// so on. Names of `enum io_uring_op`; numbers from the kernel's BTF.
+pub const URING_OPCODES: [(&str, &[&str]); 4] = [
+    (
+        "read",
+        &["IORING_OP_READV", "IORING_OP_READ_FIXED", "IORING_OP_READ"],
+    ),
+    (
+        "write",
+        &[
+            "IORING_OP_WRITEV",
+            "IORING_OP_WRITE_FIXED",
+            "IORING_OP_WRITE",
+        ],
+    ),
+    ("sync", &["IORING_OP_FSYNC", "IORING_OP_SYNC_FILE_RANGE"]),
+    ("open", &["IORING_OP_OPENAT", "IORING_OP_OPENAT2"]),
+];
 
 impl AsRef<AttachPlan> for IostackPlan {
     fn as_ref(&self) -> &AttachPlan {
@@ -119,6 +175,8 @@ pub fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
         }
     }
 
+    let uring = plan_uring(prober, &mut plan, opts, flavor, &why);
+
     let mut slots = Vec::new();
     let mut missing = Vec::new();
     plan_vfs(prober, &mut plan, opts, &mut slots, &mut missing);
@@ -144,7 +202,146 @@ pub fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
         req_rahead: 1u32.checked_shl(bit("__REQ_RAHEAD", 19)).unwrap_or(0),
         req_op_write: bit("REQ_OP_WRITE", 1),
         req_op_discard: bit("REQ_OP_DISCARD", 3),
+        uring,
     })
+}
+
+/// io_uring requests, from the SQE consumed to the CQE posted, by the io_uring tracepoints,
+/// whose arguments changed in 5.15 (Debian's 5.10), 6.1, 6.4 and 6.13: the layout is read from
+/// their BTF, and one we do not know is said, not guessed.
+fn plan_uring(
+    prober: &Prober,
+    plan: &mut AttachPlan,
+    opts: &IostackOptions,
+    flavor: crate::common::kernel::plan::Flavor,
+    why: &str,
+) -> UringPlan {
+    let mut uring = UringPlan {
+        abi: UringAbi::None,
+        ops: [0; 64],
+        cqe_skip: 0,
+        dio_end_io: Vec::new(),
+    };
+    let submit_req = prober.tracepoint_arity("io_uring_submit_req");
+    let submit_sqe = prober.tracepoint_arity("io_uring_submit_sqe");
+    let punt = prober.tracepoint_arity("io_uring_queue_async_work");
+    let complete = prober.tracepoint_arity("io_uring_complete");
+    let (abi, submit) = match (submit_req, submit_sqe, punt, complete) {
+        (Some(1), _, Some(2), Some(3)) => (UringAbi::V6_13, "io_uring_submit_req"),
+        (Some(1), _, Some(2), Some(7)) => (UringAbi::V6_1, "io_uring_submit_req"),
+        (None, Some(2), Some(2), Some(7)) => (UringAbi::V6_1, "io_uring_submit_sqe"),
+        (None, Some(7), Some(5), Some(4)) => (UringAbi::V5_15, "io_uring_submit_sqe"),
+        (None, None, _, None) => {
+            plan.decide(
+                "io_uring",
+                "no io_uring tracepoints in this kernel's BTF: io_uring requests are not followed",
+            );
+            return uring;
+        }
+        other => {
+            plan.decide(
+                "io_uring",
+                format!("io_uring's tracepoints take arguments iostack does not know here (submit_req, submit_sqe, queue_async_work, complete: {other:?}): requests are not followed"),
+            );
+            return uring;
+        }
+    };
+    // Named `io_uring_op` since 5.17 (uapi's anonymous enum before).
+    let opcodes = prober
+        .enum_values(&["io_uring_op"])
+        .or_else(|| prober.enum_holding("IORING_OP_READV"))
+        .unwrap_or_default();
+    let mut claimed = Vec::new();
+    for (slot, op) in opts.ops.iter().enumerate() {
+        let Some((_, names)) = URING_OPCODES.iter().find(|(label, _)| *label == op.label) else {
+            continue;
+        };
+        for name in *names {
+            let Some((_, v)) = opcodes.iter().find(|(n, _)| n == name) else {
+                continue;
+            };
+            if let Some(dst) = usize::try_from(*v).ok().and_then(|i| uring.ops.get_mut(i)) {
+                *dst = slot as u8 + 1;
+                claimed.push(format!(
+                    "{} {}",
+                    op.label,
+                    name.trim_start_matches("IORING_OP_")
+                ));
+            }
+        }
+    }
+    if claimed.is_empty() {
+        plan.decide(
+            "io_uring",
+            "none of the traced operations has an io_uring opcode in this kernel's BTF: requests are not followed",
+        );
+        return uring;
+    }
+    uring.abi = abi;
+    uring.cqe_skip = prober
+        .enumerator("REQ_F_CQE_SKIP_BIT")
+        .and_then(|b| u32::try_from(b).ok())
+        .and_then(|b| 1u64.checked_shl(b))
+        .unwrap_or(0);
+    let (submit_prog, layout) = match abi {
+        UringAbi::V5_15 => (
+            twin(flavor, "uring_submit_sqe_btf", "uring_submit_sqe_raw"),
+            "5.15's io_uring (Debian's 5.10 carries it): its completion names no request, so a request is known by its ring and user_data",
+        ),
+        UringAbi::V6_1 if submit == "io_uring_submit_sqe" => (
+            twin(flavor, "uring_submit_sqe_btf", "uring_submit_sqe_raw"),
+            "6.1's io_uring: a request is known by its io_kiocb from submission to completion",
+        ),
+        _ => (
+            twin(flavor, "uring_submit_btf", "uring_submit_raw"),
+            "a request is known by its io_kiocb from submission to completion",
+        ),
+    };
+    plan.decide(
+        "io_uring",
+        format!("requests followed from the SQE consumed to the CQE posted, as their calls' operations: {}; {layout}; a request that asks for no completion entry (IOSQE_CQE_SKIP_SUCCESS) is not followed", claimed.join(", ")),
+    );
+    let dio: Vec<&str> = DIO_END_IO
+        .iter()
+        .copied()
+        .filter(|f| prober.has_function(f))
+        .collect();
+    uring.dio_end_io = DIO_END_IO
+        .iter()
+        .map(|f| match dio.contains(f) {
+            true => LaterAddress::new(prober.symbol_address_later(f)),
+            false => LaterAddress::default(),
+        })
+        .collect();
+    plan.decide(
+        "io_uring-io",
+        match dio.is_empty() {
+            true => "none of the direct-I/O completion functions is here: a request's block I/O is not linked to it".to_string(),
+            false => format!("a direct-I/O bio leads to its request, with no map: its end_io ({}, addresses from kallsyms) says where its kiocb is, and the kiocb is the request's start; the block request's completion counts it, its device time and its end for the request", dio.join(", ")),
+        },
+    );
+    plan.add(
+        "uring-submit",
+        submit_prog,
+        flavor,
+        submit,
+        format!("the SQE consumed: the request starts, in its submitter (inline, the SQPOLL thread); {why}"),
+    );
+    plan.add(
+        "uring-punt",
+        twin(flavor, "uring_punt_btf", "uring_punt_raw"),
+        flavor,
+        "io_uring_queue_async_work",
+        format!("the request is handed to an io-wq worker; {why}"),
+    );
+    plan.add(
+        "uring-complete",
+        twin(flavor, "uring_complete_btf", "uring_complete_raw"),
+        flavor,
+        "io_uring_complete",
+        format!("the CQE posted: the request ends; {why}"),
+    );
+    uring
 }
 
 /// The validator (tests): the same parts from every context switch and wakeup of the machine.

@@ -75,6 +75,35 @@ pub struct CgroupRow {
     pub latency: LatencyHistogram,
 }
 
+/// One operation's io_uring requests that posted their completion entry in the interval.
+pub struct RequestReport {
+    pub op: String,
+    /// How the requests reached the kernel: `io_uring`.
+    pub interface: &'static str,
+    pub requests: u64,
+    /// Of them, those handed to an io-wq worker.
+    pub punted: u64,
+    pub max_ns: u64,
+    /// Block requests made for them (their direct I/O).
+    pub ios: u64,
+    /// Of their time, while one of a request's block requests was on the device.
+    pub device_ns: u64,
+    /// Of their time, from a request's last block request's end to its completion entry.
+    pub after_io_ns: u64,
+    /// From the SQE consumed to the CQE posted.
+    pub latency: LatencyHistogram,
+}
+
+/// Requests iostack could not follow, since the last report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestLosses {
+    /// Completion entries of followed opcodes whose submission was not seen: in flight when
+    /// tracing began.
+    pub no_start: u64,
+    /// Submissions the map of requests in flight had no room for.
+    pub start_full: u64,
+}
+
 /// A layer this kernel cannot trace, and why.
 #[derive(Clone, Debug)]
 pub struct MissingLayer {
@@ -87,6 +116,9 @@ pub struct IostackReport {
     pub time: String,
     pub unit: Unit,
     pub ops: Vec<OpReport>,
+    /// io_uring requests, per operation.
+    pub requests: Vec<RequestReport>,
+    pub request_losses: RequestLosses,
     pub missing: Vec<MissingLayer>,
     /// Requests that ended on the traced disks that no traced call waited for, by kind.
     pub unwaited: [u64; 6],
@@ -108,9 +140,9 @@ impl IostackReport {
         if timestamp {
             s.push_str(&format!("{}\n", self.time));
         }
-        if self.ops.is_empty() {
+        if self.ops.is_empty() && self.requests.is_empty() {
             s.push_str("(no calls)\n");
-        } else {
+        } else if !self.ops.is_empty() {
             s.push_str(&format!("{}\n", legend()));
         }
         for op in &self.ops {
@@ -154,6 +186,9 @@ impl IostackReport {
             s.push_str(&format!("  |{}|\n", op.breakdown.bar(BAR)));
             s.push_str(&format!("  {}\n", op.breakdown.shares()));
         }
+        for r in &self.requests {
+            s.push_str(&requests_text(r, self.unit));
+        }
         if let Some(rows) = &self.processes {
             s.push_str(&processes_text(rows, self.unit));
         }
@@ -182,6 +217,22 @@ impl IostackReport {
             if *n > 0 && *loss != Loss::Unseen {
                 s.push_str(&format!("note: {}\n", loss.describe(*n, CALLS)));
             }
+        }
+        let l = self.request_losses;
+        if l.no_start > 0 {
+            s.push_str(&format!(
+                "note: {} io_uring request{} in flight when tracing began, not timed\n",
+                l.no_start,
+                if l.no_start == 1 { "" } else { "s" }
+            ));
+        }
+        if l.start_full > 0 {
+            s.push_str(&format!(
+                "note: {} io_uring request{} not followed: no room to keep {} in flight\n",
+                l.start_full,
+                if l.start_full == 1 { "" } else { "s" },
+                if l.start_full == 1 { "it" } else { "them" }
+            ));
         }
         for (disk, t) in &self.accounted {
             if t.unseen > 0 {
@@ -233,6 +284,27 @@ impl IostackReport {
             "unwaited": KINDS.iter().zip(self.unwaited).map(|(k, n)| (k.to_string(), json!(n))).collect::<Map<_, _>>(),
             "drops": self.losses.iter().map(|(k, n)| (k.name().to_string(), json!(n))).collect::<Map<_, _>>(),
             "accounted": self.accounted.iter().map(|(d, t)| (d.clone(), json!({"seen": t.seen, "unseen": t.unseen}))).collect::<Map<_, _>>(),
+        });
+        v["requests"] = self
+            .requests
+            .iter()
+            .map(|r| {
+                json!({
+                    "op": r.op,
+                    "interface": r.interface,
+                    "requests": r.requests,
+                    "punted": r.punted,
+                    "max_ns": r.max_ns,
+                    "ios": r.ios,
+                    "device_ns": r.device_ns,
+                    "after_io_ns": r.after_io_ns,
+                    "latency": serde_json::to_value(r.latency.summary()).unwrap_or(Value::Null),
+                })
+            })
+            .collect();
+        v["request_drops"] = json!({
+            "no_start": self.request_losses.no_start,
+            "start_full": self.request_losses.start_full,
         });
         if let Some(rows) = &self.processes {
             v["processes"] = rows
@@ -296,6 +368,47 @@ impl Render for IostackReport {
             unit: self.unit,
             histograms: calls.collect(),
         })
+    }
+}
+
+/// One operation's requests: how many, their time from submission to completion entry, and
+/// its latency as a layer row.
+fn requests_text(r: &RequestReport, unit: Unit) -> String {
+    let u = unit.ns() as f64;
+    let short = unit.short_name();
+    let m = r.latency.summary();
+    format!(
+        "\n{} via {}: {} request{}, {} {short} from submission to completion entry, {} handed to an io-wq worker, {} block I/O{} made for them\n  of their time: on the device {}, from their last block I/O's end to their completion entry {}\n  {:<12} {:>8} {:>12} {:>12} {:>12} {:>14}\n  {:<12} {:>8} {:>12} {:>12} {:>12} {:>14}\n",
+        r.op,
+        r.interface,
+        r.requests,
+        if r.requests == 1 { "" } else { "s" },
+        fmt_value(m.sum_ns as f64 / u),
+        r.punted,
+        r.ios,
+        if r.ios == 1 { "" } else { "s" },
+        share(r.device_ns, m.sum_ns),
+        share(r.after_io_ns, m.sum_ns),
+        "LAYER",
+        "COUNT",
+        format!("AVG({short})"),
+        format!("P50({short})"),
+        format!("P99({short})"),
+        format!("TOTAL({short})"),
+        r.interface,
+        m.count,
+        fmt_value(m.avg_ns / u),
+        fmt_value(m.p50_ns / u),
+        fmt_value(m.p99_ns / u),
+        fmt_value(m.sum_ns as f64 / u),
+    )
+}
+
+/// `part` of `total` as a percentage, as the breakdown's shares read.
+fn share(part: u64, total: u64) -> String {
+    match total {
+        0 => "0%".into(),
+        t => format!("{:.1}%", part as f64 * 100.0 / t as f64),
     }
 }
 
