@@ -26,6 +26,7 @@ const MUTANTS: &[&str] = &[
     "CLONE_UNLINKED",
     "READAHEAD_NOT_OWN",
     "OWN_VIA_WAKER",
+    "URING_BIO_UNLINKED",
 ];
 
 fn main() {

@@ -437,6 +437,10 @@ __noinline int uring_request_io_ended(__u64 bio, __u64 issue, __u64 now)
 		bio = (__u64)BPF_CORE_READ((struct bio *)bio, bi_next);
 		if (!kiocb)
 			continue;
+#ifdef IOSTACK_MUTANT_URING_BIO_UNLINKED
+		/* Mutant: the bio leads to no request (its kiocb's address off by one). */
+		kiocb += 1;
+#endif
 		r = uring_req_of_kiocb(kiocb, &k);
 		/* Bios of one request merged into one block request count once. */
 		if (!r || (k.a == last.a && k.b == last.b))
