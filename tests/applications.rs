@@ -11,18 +11,17 @@ use serde_json::Value;
 use support::breakdown::*;
 use support::*;
 
-#[test]
-fn fios_reads_are_counted_and_timed_as_fio_counts_and_times_them() {
-    let _g = serial();
-    require_root();
+/// fio's `ios` random 4 KiB O_DIRECT reads through `engine` (its options), from a loop device
+/// whose reads a cgroup throttles to 40 a second, under `iostack -c fio -d DISK -j`: fio's JSON
+/// and iostack's report.
+fn fio_throttled_reads(ios: u64, engine: &str) -> (Value, Value) {
     let dev = LoopDevice::new(64);
     let throttle = Throttle::reads(&dev.name, 40);
     let tool = Running::start("iostack", &["-c", "fio", "-d", &dev.name, "-j"]);
-    let ios = 60;
     let out = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "echo $$ >{}/cgroup.procs && exec fio --name=reads --filename={} --direct=1 --rw=randread --bs=4k --ioengine=psync --size=32M --number_ios={ios} --output-format=json",
+            "echo $$ >{}/cgroup.procs && exec fio --name=reads --filename={} --direct=1 --rw=randread --bs=4k {engine} --size=32M --number_ios={ios} --output-format=json",
             throttle.path(),
             dev.path
         ))
@@ -33,8 +32,16 @@ fn fios_reads_are_counted_and_timed_as_fio_counts_and_times_them() {
     let (code, stdout, err) = tool.interrupt();
     assert_eq!(code, 0, "{err}");
     let fio: Value = serde_json::from_slice(&out.stdout).expect("fio's JSON");
+    (fio, report(&stdout))
+}
+
+#[test]
+fn fios_reads_are_counted_and_timed_as_fio_counts_and_times_them() {
+    let _g = serial();
+    require_root();
+    let ios = 60;
+    let (fio, r) = fio_throttled_reads(ios, "--ioengine=psync");
     let read = &fio["jobs"][0]["read"];
-    let r = report(&stdout);
     let ours = ops(&r).remove("read").expect("fio's reads");
     assert_eq!(
         ours["calls"], read["total_ios"],
@@ -87,27 +94,11 @@ fn fios_io_uring_requests_are_counted_and_timed_as_fio_counts_and_times_them() {
     let _g = serial();
     require_root();
     for depth in [1, 4, 32] {
-        let dev = LoopDevice::new(64);
-        let throttle = Throttle::reads(&dev.name, 40);
-        let tool = Running::start("iostack", &["-c", "fio", "-d", &dev.name, "-j"]);
         let ios = 60;
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "echo $$ >{}/cgroup.procs && exec fio --name=uring --filename={} --direct=1 --rw=randread --bs=4k --ioengine=io_uring --iodepth={depth} --size=32M --number_ios={ios} --output-format=json",
-                throttle.path(),
-                dev.path
-            ))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("run fio (install-deps installs it)");
-        assert!(out.status.success(), "fio failed");
-        let (code, stdout, err) = tool.interrupt();
-        assert_eq!(code, 0, "{err}");
-        let fio: Value = serde_json::from_slice(&out.stdout).expect("fio's JSON");
+        let engine = format!("--ioengine=io_uring --iodepth={depth}");
+        let (fio, r) = fio_throttled_reads(ios, &engine);
         let read = &fio["jobs"][0]["read"];
         assert_eq!(read["total_ios"], ios, "{read}");
-        let r = report(&stdout);
         let ours = r["requests"]
             .as_array()
             .and_then(|rows| rows.iter().find(|q| q["op"] == "read"))
