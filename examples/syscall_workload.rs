@@ -1,16 +1,20 @@
 //! A process that makes an exact, known set of system calls, for syslat's tests (host and VM).
 //!
-//! `syscall_workload READS WRITES FSYNCS OPENS [BAD_READS [PIPE_READS PIPE_SLEEP_MS [THREADS]]]`
+//! `syscall_workload READS WRITES FSYNCS OPENS [BAD_READS [PIPE_READS PIPE_SLEEP_MS [THREADS
+//! [timed]]]]`
 //!
 //! It prints `ready <pid>`, then waits for SIGUSR1 (in sigwaitinfo, which no syslat group
-//! traces) so the tracer can attach first. Then it makes exactly READS read() on /dev/zero,
-//! PIPE_READS read() first, then WRITES write() on /dev/null, FSYNCS fsync() on a temporary file, OPENS openat() of /dev/null,
-//! BAD_READS read() on a closed descriptor (EBADF), and PIPE_READS read() on a pipe whose writer
-//! thread writes each byte PIPE_SLEEP_MS after the reader is blocked in that read (its PIPE_READS
-//! write() calls, and its reads of /proc/thread-self/syscall that see the reader blocked, are in
-//! the process too: trace the reader's thread, --tid PID, to count the pipe reads); after them it
-//! prints `pipe reads ns N...`, each read's time by the reader's own clock around it. Last, THREADS threads, each started once the one before has ended, make one read()
-//! on /dev/zero each. Then it exits without writing anything else (but the pipe reads' line).
+//! traces) so the tracer can attach first. Then it makes exactly PIPE_READS read() on a pipe
+//! first, then READS read() on /dev/zero, WRITES write() on /dev/null, FSYNCS fsync() on a
+//! temporary file, OPENS openat() of /dev/null, BAD_READS read() on a closed descriptor (EBADF).
+//! The pipe's writer thread writes each byte PIPE_SLEEP_MS after the reader has said it is going
+//! into that read (its PIPE_READS write() calls are in the process too: count them with WRITES
+//! when filtering by PID). With `timed`, the latency checks' mode, the writer starts its sleep
+//! only once it sees the reader blocked in the read (by reading /proc/thread-self/syscall of the
+//! reader: read calls of the writer's thread, so trace the reader's, --tid PID), and after the
+//! pipe reads the reader prints `pipe reads ns N...`, each read's time by its own clock around
+//! it (one more write). Last, THREADS threads, each started once the one before has ended, make
+//! one read() on /dev/zero each. Then it exits without writing anything else.
 //! Files are opened before the signal, descriptors closed with close(), which syslat ignores.
 
 use std::ffi::CString;
@@ -62,6 +66,14 @@ fn main() {
         (arg(&args, 1), arg(&args, 2), arg(&args, 3), arg(&args, 4));
     let (bad_reads, pipe_reads, pipe_sleep_ms) = (arg(&args, 5), arg(&args, 6), arg(&args, 7));
     let threads = arg(&args, 8);
+    let timed = match args.get(9).map(String::as_str) {
+        None => false,
+        Some("timed") => true,
+        Some(other) => {
+            eprintln!("syscall_workload: '{other}' is not `timed`");
+            std::process::exit(2)
+        }
+    };
 
     let zero = CString::new("/dev/zero").unwrap();
     let null = CString::new("/dev/null").unwrap();
@@ -102,7 +114,7 @@ fn main() {
     // The reader (this thread) as the kernel sees it: the system call it is blocked in, opened
     // before the signal (the writer's reads of it are read(2) calls of the writer's thread:
     // the checks of the pipe reads trace the reader's thread alone, --tid).
-    let reader_syscall = (pipe_reads > 0).then(|| {
+    let reader_syscall = (pipe_reads > 0 && timed).then(|| {
         std::fs::File::open("/proc/thread-self/syscall").unwrap_or_else(|e| {
             eprintln!("syscall_workload: /proc/thread-self/syscall: {e}");
             std::process::exit(1)
@@ -117,7 +129,6 @@ fn main() {
         let fd = pipe_fds[1];
         let go = go.clone();
         let entering = entering.clone();
-        let reader_syscall = reader_syscall.expect("opened with the pipe reads");
         thread::spawn(move || {
             go.wait();
             let mut state = [0u8; 128];
@@ -129,8 +140,11 @@ fn main() {
                 // between saying so and its read sleep less (a read of 18375 us by the kernel's
                 // trace in CI56's 6.1 guest, whose vCPUs the host runs beside CI's builds).
                 // Polled with nanosleep, which no syslat group traces.
+                // (Without `timed`, the old clock: the checks of exact counts need no more.)
                 while entering.load(Ordering::Acquire) < i
-                    || !reader_blocked_in(&reader_syscall, &mut state, &blocked_in_read)
+                    || reader_syscall
+                        .as_ref()
+                        .is_some_and(|f| !reader_blocked_in(f, &mut state, &blocked_in_read))
                 {
                     thread::sleep(Duration::from_micros(50));
                 }
@@ -192,7 +206,7 @@ fn main() {
     if let Some(w) = writer {
         let _ = w.join();
     }
-    if pipe_reads > 0 {
+    if pipe_reads > 0 && timed {
         // One write(2), after every traced call but the threads' reads below.
         let times: Vec<String> = pipe_read_ns.iter().map(|ns| ns.to_string()).collect();
         println!("pipe reads ns {}", times.join(" "));

@@ -66,7 +66,7 @@ traced_by "$workload" failed 50 40 2 5 7 -- -x && expect_counts failed-only fail
 # --- injected latency: 6 pipe reads, each waiting 20 ms for the writer thread ---------------
 # Each read's slot held to what bounds it by construction, as tests/syslat.rs does on the host:
 # at least the writer's 20 ms (it starts once it sees the reader blocked in the read), at most
-# the read by the reader's own clock around it (syscall_workload prints them: "pipe reads ns
+# the read by the reader's own clock around it (syscall_workload, timed, prints them: "pipe reads ns
 # ..."). The kernel's own trace of the reads (ftrace's sys_enter_read and sys_exit_read) is no
 # bound: its programs run beside syslat's on the same tracepoints, and an interrupt between the
 # two puts their stamps apart (583 and 774 us among 80 reads' exits in 6.1 and 6.12 guests, the
@@ -75,7 +75,7 @@ traced_by "$workload" failed 50 40 2 5 7 -- -x && expect_counts failed-only fail
 # process's first thread): the writer reads the reader's /proc/.../syscall until it sees it
 # blocked in the read, and only then starts its 20 ms (CI56's 6.1 guest traced a read of 18375
 # us when the writer started on the reader's word that it was going into the read).
-if TRACED_TASK=--tid traced_by "$workload" pipe 0 0 0 0 0 6 20 -- -s read; then
+if TRACED_TASK=--tid traced_by "$workload" pipe 0 0 0 0 0 6 20 0 timed -- -s read; then
   reader=$(sed -n 's/^pipe reads ns //p' "$IOSTACK_WORK/pipe.wl")
   line=$(json_hists "$(out_of pipe)" | awk -F'\t' '$8 == "read"')
   count=$(echo "$line" | cut -f3)
