@@ -264,10 +264,11 @@ fn injected_latency_lands_in_the_right_bucket() {
     // lateness is the host's (one read at 32 ms or more beside a CI run, 2026-11-28), so each
     // read's slot is held to what bounds it by construction: at least the writer's 20 ms, at
     // most the read by the reader's own clock around it (syscall_workload, timed, prints
-    // them). The kernel's own trace of the reads is no bound: its programs run beside syslat's on the same
-    // tracepoints, and an interrupt between the two puts their stamps apart (583 and 774 us in
-    // 80 reads' exits in TCG guests, the trace's event flagged need-resched; 7 ms or more in
-    // CI57's 6.12 guest, where the trace had a read at 40.0 ms and syslat under 33.6).
+    // them). The kernel's own trace of the reads is no bound: its programs run beside
+    // syslat's on the same tracepoints, and an interrupt between the two puts their stamps
+    // apart (583 and 774 us among the exits of 480 reads in 80 TCG guest runs, the first
+    // flagged need-resched; 7 ms or more in CI57's 6.12 guest, where the trace had a read at
+    // 40.0 ms and syslat under 33.6).
     let workload = Workload::start_timed(&[0, 0, 0, 0, 0, 10, 20, 0]);
     let pid = workload.0.pid.to_string();
     // The reader's thread (the process's first): the writer's thread reads the reader's

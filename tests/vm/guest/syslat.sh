@@ -69,9 +69,9 @@ traced_by "$workload" failed 50 40 2 5 7 -- -x && expect_counts failed-only fail
 # the read by the reader's own clock around it (syscall_workload, timed, prints them: "pipe reads ns
 # ..."). The kernel's own trace of the reads (ftrace's sys_enter_read and sys_exit_read) is no
 # bound: its programs run beside syslat's on the same tracepoints, and an interrupt between the
-# two puts their stamps apart (583 and 774 us among 80 reads' exits in 6.1 and 6.12 guests, the
-# trace's event flagged need-resched; 7 ms or more in CI57's 6.12 guest, where the trace had a
-# read at 39998 us and syslat put it under 33.6 ms). The reader's thread alone (--tid: the
+# two puts their stamps apart (583 and 774 us among the exits of 480 reads in 80 runs of 6.1 and
+# 6.12 guests, the first flagged need-resched; 7 ms or more in CI57's 6.12 guest, where the
+# trace had a read at 39998 us and syslat put it under 33.6 ms). The reader's thread alone (--tid: the
 # process's first thread): the writer reads the reader's /proc/.../syscall until it sees it
 # blocked in the read, and only then starts its 20 ms (CI56's 6.1 guest traced a read of 18375
 # us when the writer started on the reader's word that it was going into the read).
