@@ -321,13 +321,9 @@ struct uring_key {
 struct uring_req {
 	__u64 start;
 	__u64 req;     /* the io_kiocb: its file at completion (alive until its entry is posted) */
-	/* Its block I/O (direct I/O's bios lead to it: uring_request_io_ended): the union of
-	 * its requests' time on the device, in completion order (as lib/breakdown.bpf.h's
-	 * device_union_add), and when the last one ended. */
-	__u64 dev_closed;
-	__u64 dev_floor;
-	__u64 dev_run_start;
-	__u64 dev_run_end;
+	/* Its block I/O (direct I/O's bios lead to it: uring_request_io_ended): its block
+	 * requests' time on the device, and when the last one ended. */
+	struct device_runs dev;
 	__u64 io_end;
 	__u32 ios;
 	__u8 op;
@@ -426,7 +422,7 @@ __noinline int uring_request_io_ended(__u64 bio, __u64 issue, __u64 now)
 	struct uring_key k = {}, last = {};
 	struct uring_req *r;
 	bool any = false;
-	__u64 kiocb, a;
+	__u64 kiocb;
 
 	if (uring_abi == URING_NONE)
 		return 0;
@@ -449,24 +445,7 @@ __noinline int uring_request_io_ended(__u64 bio, __u64 issue, __u64 now)
 		any = true;
 		r->ios++;
 		r->io_end = now;
-		a = issue && issue < now ? issue : now;
-		if (a < r->dev_floor)
-			a = r->dev_floor;
-		if (now <= a)
-			continue;
-		if (!r->dev_run_end) {
-			r->dev_run_start = a;
-			r->dev_run_end = now;
-		} else if (a <= r->dev_run_end) {
-			if (a < r->dev_run_start)
-				r->dev_run_start = a;
-			r->dev_run_end = now;
-		} else {
-			r->dev_closed += r->dev_run_end - r->dev_run_start;
-			r->dev_floor = r->dev_run_end;
-			r->dev_run_start = a;
-			r->dev_run_end = now;
-		}
+		runs_add(&r->dev, issue && issue < now ? issue : now, now);
 	}
 	return any;
 }
@@ -1178,7 +1157,7 @@ static __always_inline int uring_complete_args(__u64 *args, bool typed)
 			t->max_ns = lat;
 		t->punted += r->punted;
 		t->ios += r->ios;
-		t->device_ns += r->dev_closed + (r->dev_run_end - r->dev_run_start);
+		t->device_ns += runs_total(&r->dev);
 		if (r->io_end && now > r->io_end)
 			t->after_io_ns += now - r->io_end;
 	}

@@ -96,6 +96,15 @@ struct call_state {
 	__u32 sleeps[PARTS];
 };
 
+/* A union of intervals on the device, added in completion order: closed runs, and the run in
+ * progress [run_start, run_end] (runs_add). */
+struct device_runs {
+	__u64 closed;
+	__u64 floor;        /* the end of the last closed run */
+	__u64 run_start;
+	__u64 run_end;
+};
+
 /* A thread's own requests while it is in a traced call, reached from the completion's context
  * by its thread id: "own" is the thread's (any of its calls, its readahead, a plug it flushed,
  * and what the kernel did on its behalf: lib/bio_origin.bpf.h), so read N+1 waits for the
@@ -108,12 +117,8 @@ struct call_io {
 	__u32 live;         /* that call is in progress */
 	__u64 sleep_start;  /* the validator: the call's sleep in progress (0: not sleeping);
 			     * else since when its requests count toward its next sleep */
-	/* The time during that sleep when one of the thread's requests was on the device, in
-	 * completion order: closed runs, and the run in progress [run_start, run_end]. */
-	__u64 closed;
-	__u64 floor;        /* the end of the last closed run */
-	__u64 run_start;
-	__u64 run_end;
+	/* The time during that sleep when one of the thread's requests was on the device. */
+	struct device_runs dev;
 	__u32 sleep_ios;    /* its requests that ended during the sleep in progress */
 	__u32 ios;          /* its requests that ended while the call was in progress */
 	__u32 nreq;
@@ -169,7 +174,7 @@ static __always_inline bool call_io_bind(__u64 id, __u64 window)
 		}
 	}
 	io->live = 0;
-	io->closed = io->floor = io->run_start = io->run_end = 0;
+	io->dev = (struct device_runs){};
 	io->sleep_start = window;
 	io->sleep_ios = io->ios = io->nreq = 0;
 	io->seq = (__u32)id;
@@ -196,33 +201,33 @@ static __always_inline struct call_io *call_io_end(__u64 id)
  * before the run is extended back only to the end of the last closed run, so nothing is
  * counted twice (a request issued before and completed after another one counts from the
  * earlier one's end). */
-static __always_inline void device_union_add(struct call_io *io, __u64 a, __u64 b)
+static __always_inline void runs_add(struct device_runs *u, __u64 a, __u64 b)
 {
-	if (a < io->floor)
-		a = io->floor;
+	if (a < u->floor)
+		a = u->floor;
 	if (b <= a)
 		return;
-	if (!io->run_end) {
-		io->run_start = a;
-		io->run_end = b;
+	if (!u->run_end) {
+		u->run_start = a;
+		u->run_end = b;
 		return;
 	}
-	if (a <= io->run_end) {
-		if (a < io->run_start)
-			io->run_start = a;
-		if (b > io->run_end)
-			io->run_end = b;
+	if (a <= u->run_end) {
+		if (a < u->run_start)
+			u->run_start = a;
+		if (b > u->run_end)
+			u->run_end = b;
 		return;
 	}
-	io->closed += io->run_end - io->run_start;
-	io->floor = io->run_end;
-	io->run_start = a;
-	io->run_end = b;
+	u->closed += u->run_end - u->run_start;
+	u->floor = u->run_end;
+	u->run_start = a;
+	u->run_end = b;
 }
 
-static __always_inline __u64 device_union(struct call_io *io)
+static __always_inline __u64 runs_total(struct device_runs *u)
 {
-	return io->closed + (io->run_end > io->run_start ? io->run_end - io->run_start : 0);
+	return u->closed + (u->run_end > u->run_start ? u->run_end - u->run_start : 0);
 }
 
 static __always_inline void append_req(struct req_seen *reqs, __u32 *n, struct req_seen *r)
@@ -270,19 +275,19 @@ static __always_inline void add_device_time(struct call_io *io, struct completio
 			break;
 		if (!data_done && data_end && data_end <= b) {
 			a = data_issue > s ? data_issue : s;
-			device_union_add(io, a, data_end);
+			runs_add(&io->dev, a, data_end);
 			data_done = true;
 		}
 		a = m->flush_issue[j] > s ? m->flush_issue[j] : s;
-		device_union_add(io, a, b);
+		runs_add(&io->dev, a, b);
 	}
 	if (!data_done && data_end) {
 		a = data_issue > s ? data_issue : s;
-		device_union_add(io, a, data_end);
+		runs_add(&io->dev, a, data_end);
 	}
 	if (!data_end && !m->flush_end[0] && m->issue) {
 		a = m->issue > s ? m->issue : s;
-		device_union_add(io, a, now);
+		runs_add(&io->dev, a, now);
 	}
 }
 
@@ -344,7 +349,7 @@ static __always_inline void call_switched_out(struct call_state *st, __u32 tid, 
 	io = call_io_of(call_id(tid, st->seq));
 	if (io) {
 		io->sleep_start = st->last;
-		io->closed = io->floor = io->run_start = io->run_end = 0;
+		io->dev = (struct device_runs){};
 		io->sleep_ios = 0;
 	}
 }
@@ -396,7 +401,7 @@ static __always_inline void charge_own(struct call_state *st, struct call_io *io
 				       __u64 len, __s64 raw)
 {
 	if (io)
-		dev += device_union(io);
+		dev += runs_total(&io->dev);
 	charge_sleep(st, PART_IO_QUEUE, PART_IO_DEVICE, dev, len, raw);
 }
 
@@ -483,7 +488,7 @@ static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 	if (io) {
 		/* Its requests count toward its next sleep from now on. */
 		io->sleep_start = shadow_switches ? 0 : now;
-		io->closed = io->floor = io->run_start = io->run_end = 0;
+		io->dev = (struct device_runs){};
 		io->sleep_ios = 0;
 	}
 }
