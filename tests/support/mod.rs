@@ -747,6 +747,36 @@ impl Drop for Sysctl {
     }
 }
 
+/// The kernel's unbound work (loop's workers among it) confined to the CPUs but one, the
+/// mask put back on drop (`/sys/devices/virtual/workqueue/cpumask`). None where the kernel has
+/// no such file, or one CPU, or more than 32.
+pub struct UnboundWorkOff {
+    old: String,
+}
+
+impl UnboundWorkOff {
+    const MASK: &'static str = "/sys/devices/virtual/workqueue/cpumask";
+
+    pub fn cpu(cpu: usize) -> Option<UnboundWorkOff> {
+        let old = fs::read_to_string(Self::MASK).ok()?.trim().to_string();
+        // SAFETY: sysconf has no side effects.
+        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+        // One 32-bit group of the mask's hex, as the kernel parses it without commas.
+        if !(2..=32).contains(&cpus) {
+            return None;
+        }
+        let rest = (u32::MAX >> (32 - cpus)) & !(1u32 << cpu);
+        fs::write(Self::MASK, format!("{rest:x}")).ok()?;
+        Some(UnboundWorkOff { old })
+    }
+}
+
+impl Drop for UnboundWorkOff {
+    fn drop(&mut self) {
+        let _ = fs::write(Self::MASK, &self.old);
+    }
+}
+
 /// A cgroup of our own under the cgroup v2 mount (on the host, beside the v1 controllers:
 /// /sys/fs/cgroup/unified), removed on drop.
 pub struct Cgroup2 {
