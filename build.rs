@@ -27,6 +27,7 @@ const MUTANTS: &[&str] = &[
     "READAHEAD_NOT_OWN",
     "OWN_VIA_WAKER",
     "URING_BIO_UNLINKED",
+    "URING_DEVICE_AS_QUEUE",
 ];
 
 fn main() {

@@ -324,6 +324,7 @@ struct uring_req {
 	/* Its block I/O (direct I/O's bios lead to it: uring_request_io_ended): its block
 	 * requests' time on the device, and when the last one ended. */
 	struct device_runs dev;
+	__u64 first_issue;
 	__u64 io_end;
 	__u32 ios;
 	__u8 op;
@@ -444,8 +445,13 @@ __noinline int uring_request_io_ended(__u64 bio, __u64 issue, __u64 now)
 		last = k;
 		any = true;
 		r->ios++;
-		r->io_end = now;
-		runs_add(&r->dev, issue && issue < now ? issue : now, now);
+		/* Its block requests may end on two CPUs at once: the last end is the latest. */
+		if (now > r->io_end)
+			r->io_end = now;
+		issue = issue && issue < now ? issue : now;
+		if (!r->first_issue || issue < r->first_issue)
+			r->first_issue = issue;
+		runs_add(&r->dev, issue, now);
 	}
 	return any;
 }
@@ -1104,6 +1110,36 @@ static __always_inline bool uring_file_passes(struct uring_req *r, __s64 res)
 	return file_passes(BPF_CORE_READ(req, file));
 }
 
+/* A request's time, [start, now], along its own time line: to its first block request's issue,
+ * on the device (the union of its block requests there), between them, after the last one's
+ * end; all of it without block I/O where it had none. Each bound is kept inside the ones
+ * around it, so the parts add up to now - start exactly. */
+static __always_inline void uring_split(struct uring_totals *t, struct uring_req *r, __u64 now)
+{
+	__u64 start = r->start < now ? r->start : now, end = r->io_end, first = r->first_issue;
+	__u64 span, dev;
+
+	if (!r->ios || !end) {
+		t->no_io_ns += now - start;
+		return;
+	}
+	end = end < start ? start : end > now ? now : end;
+	first = first < start ? start : first > end ? end : first;
+	span = end - first;
+	dev = runs_total(&r->dev);
+	dev = dev < span ? dev : span;
+#ifdef IOSTACK_MUTANT_URING_DEVICE_AS_QUEUE
+	/* Mutant: the time on the device taken for time before it. */
+	t->to_device_ns += first - start + dev;
+	t->between_io_ns += span - dev;
+#else
+	t->to_device_ns += first - start;
+	t->device_ns += dev;
+	t->between_io_ns += span - dev;
+#endif
+	t->after_io_ns += now - end;
+}
+
 /* io_uring_complete: the request's completion entry is posted (6.13+: (ctx, req, cqe), an
  * auxiliary entry with no request; 6.1: (ctx, req, user_data, res, ...); 5.15: (ctx,
  * user_data, res, cflags)). */
@@ -1157,9 +1193,7 @@ static __always_inline int uring_complete_args(__u64 *args, bool typed)
 			t->max_ns = lat;
 		t->punted += r->punted;
 		t->ios += r->ios;
-		t->device_ns += runs_total(&r->dev);
-		if (r->io_end && now > r->io_end)
-			t->after_io_ns += now - r->io_end;
+		uring_split(t, r, now);
 	}
 	h = bpf_map_lookup_elem(&uring_hists, &idx);
 	if (h)

@@ -120,10 +120,15 @@ struct uring_totals {
 	__u64 max_ns;
 	__u64 punted;     /* of them, those handed to an io-wq worker */
 	__u64 ios;        /* block requests made for them (direct I/O) */
-	__u64 device_ns;  /* of total_ns, while one of a request's block requests was on the
-			   * device */
-	__u64 after_io_ns; /* of total_ns, from a request's last block request's end to its
-			    * completion entry (the completion's task work) */
+	/* total_ns, split along each request's own time line (they add up to it): */
+	__u64 to_device_ns;  /* submission to its first block request's issue to the device:
+			      * issue, a wait for a worker, blk-throttle, the OS queue */
+	__u64 device_ns;     /* while one of its block requests was on the device */
+	__u64 between_io_ns; /* from its first block request's issue to its last one's end, with
+			      * none of them on the device */
+	__u64 after_io_ns;   /* its last block request's end to its completion entry (the
+			      * completion's task work) */
+	__u64 no_io_ns;      /* requests with no block request of their own: their whole time */
 };
 
 #endif

@@ -176,6 +176,12 @@ pub fn diskstats(name: &str) -> (u64, u64) {
     (f[0], f[4])
 }
 
+/// The time a disk's reads took so far by its own account (/proc/diskstats' ms reading: each
+/// from its request's start to its completion, summed in ns and shown truncated to the ms).
+pub fn diskstats_read_ms(name: &str) -> u64 {
+    diskstats_fields(name)[3]
+}
+
 /// The 4 KiB pages read from a disk so far (its sectors read, from /proc/diskstats, / 8): what
 /// the page cache brought in from it, counted as it was read, so a page reclaimed since still
 /// counts (fincore, afterwards, misses it).

@@ -43,7 +43,10 @@ use crate::common::run::{EventTool, IntervalTool, Tool};
 use breakdown::{Breakdown, PARTS};
 use journey::{Journey, JourneyIo};
 use plan::IostackPlan;
-use report::{CgroupRow, IostackReport, Layer, OpReport, ProcessRow, RequestLosses, RequestReport};
+use report::{
+    CgroupRow, IostackReport, Layer, OpReport, ProcessRow, RequestLosses, RequestReport,
+    RequestSplit,
+};
 
 crate::bpf_skeleton!(
     "iostack",
@@ -398,8 +401,11 @@ fn add_uring_totals(sum: &mut types::uring_totals, one: &types::uring_totals) {
     sum.max_ns = sum.max_ns.max(one.max_ns);
     sum.punted += one.punted;
     sum.ios += one.ios;
+    sum.to_device_ns += one.to_device_ns;
     sum.device_ns += one.device_ns;
+    sum.between_io_ns += one.between_io_ns;
     sum.after_io_ns += one.after_io_ns;
+    sum.no_io_ns += one.no_io_ns;
 }
 
 fn group_key(bytes: &[u8]) -> Result<types::group_key> {
@@ -582,8 +588,13 @@ impl Iostack {
                     punted: t.punted,
                     max_ns: t.max_ns,
                     ios: t.ios,
-                    device_ns: t.device_ns,
-                    after_io_ns: t.after_io_ns,
+                    split: RequestSplit {
+                        to_device_ns: t.to_device_ns,
+                        device_ns: t.device_ns,
+                        between_io_ns: t.between_io_ns,
+                        after_io_ns: t.after_io_ns,
+                        no_io_ns: t.no_io_ns,
+                    },
                     latency,
                 };
                 (op, row)

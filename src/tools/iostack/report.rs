@@ -86,12 +86,48 @@ pub struct RequestReport {
     pub max_ns: u64,
     /// Block requests made for them (their direct I/O).
     pub ios: u64,
-    /// Of their time, while one of a request's block requests was on the device.
-    pub device_ns: u64,
-    /// Of their time, from a request's last block request's end to its completion entry.
-    pub after_io_ns: u64,
+    pub split: RequestSplit,
     /// From the SQE consumed to the CQE posted.
     pub latency: LatencyHistogram,
+}
+
+/// The requests' time, each request's split along its own time line: the parts add up to the
+/// latency's sum to the nanosecond.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestSplit {
+    /// From submission to its first block request's issue to the device: its issue, a wait
+    /// for an io-wq worker, blk-throttle's hold, the OS queue, not yet told apart.
+    pub to_device_ns: u64,
+    /// While one of its block requests was on the device.
+    pub device_ns: u64,
+    /// From its first block request's issue to its last one's end, none of them on the device.
+    pub between_io_ns: u64,
+    /// From its last block request's end to its completion entry (the completion's task work).
+    pub after_io_ns: u64,
+    /// Requests with no block request of their own (a cached read, a buffered write, and for
+    /// now a buffered read's readahead): their whole time.
+    pub no_io_ns: u64,
+}
+
+impl RequestSplit {
+    /// Each part's JSON key, its text, and its value.
+    pub fn parts(&self) -> [(&'static str, &'static str, u64); 5] {
+        [
+            ("to_device_ns", "to the device", self.to_device_ns),
+            ("device_ns", "on the device", self.device_ns),
+            (
+                "between_io_ns",
+                "between their block I/Os",
+                self.between_io_ns,
+            ),
+            (
+                "after_io_ns",
+                "after their last block I/O",
+                self.after_io_ns,
+            ),
+            ("no_io_ns", "with no block I/O", self.no_io_ns),
+        ]
+    }
 }
 
 /// Requests iostack could not follow, since the last report.
@@ -289,17 +325,19 @@ impl IostackReport {
             .requests
             .iter()
             .map(|r| {
-                json!({
+                let mut row = json!({
                     "op": r.op,
                     "interface": r.interface,
                     "requests": r.requests,
                     "punted": r.punted,
                     "max_ns": r.max_ns,
                     "ios": r.ios,
-                    "device_ns": r.device_ns,
-                    "after_io_ns": r.after_io_ns,
                     "latency": serde_json::to_value(r.latency.summary()).unwrap_or(Value::Null),
-                })
+                });
+                for (key, _, ns) in r.split.parts() {
+                    row[key] = json!(ns);
+                }
+                row
             })
             .collect();
         v["request_drops"] = json!({
@@ -378,7 +416,7 @@ fn requests_text(r: &RequestReport, unit: Unit) -> String {
     let short = unit.short_name();
     let m = r.latency.summary();
     format!(
-        "\n{} via {}: {} request{}, {} {short} from submission to completion entry, {} handed to an io-wq worker, {} block I/O{} made for them\n  of their time: on the device {}, from their last block I/O's end to their completion entry {}\n  {:<12} {:>8} {:>12} {:>12} {:>12} {:>14}\n  {:<12} {:>8} {:>12} {:>12} {:>12} {:>14}\n",
+        "\n{} via {}: {} request{}, {} {short} from submission to completion entry, {} handed to an io-wq worker, {} block I/O{} made for them\n  of their time: {}\n  {:<12} {:>8} {:>12} {:>12} {:>12} {:>14}\n  {:<12} {:>8} {:>12} {:>12} {:>12} {:>14}\n",
         r.op,
         r.interface,
         r.requests,
@@ -387,8 +425,12 @@ fn requests_text(r: &RequestReport, unit: Unit) -> String {
         r.punted,
         r.ios,
         if r.ios == 1 { "" } else { "s" },
-        share(r.device_ns, m.sum_ns),
-        share(r.after_io_ns, m.sum_ns),
+        r.split
+            .parts()
+            .iter()
+            .map(|(_, text, ns)| format!("{text} {}", share(*ns, m.sum_ns)))
+            .collect::<Vec<_>>()
+            .join(", "),
         "LAYER",
         "COUNT",
         format!("AVG({short})"),
