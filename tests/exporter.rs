@@ -471,6 +471,75 @@ fn prometheus_holds_each_cgroups_breakdown_as_iostack_reports_it_and_its_parts_a
     assert_eq!(code, 0, "{err}");
 }
 
+/// fio's io_uring reads (O_DIRECT, depth 4) of a disk whose reads blk-throttle holds: the
+/// exporter counts the requests fio made and their block I/O exactly, labelled with their
+/// interface, and their parts add up to their latency's sum to the nanosecond.
+#[test]
+fn io_uring_requests_are_counted_exactly_and_their_parts_add_up_to_their_latency_sum() {
+    let _g = serial();
+    require_root();
+    const READS: u64 = 40;
+    let dev = LoopDevice::new(64);
+    let throttle = Throttle::reads(&dev.name, 40);
+    let (tool, port) = exporter(None, &["--layers", "breakdown"]);
+    two_intervals();
+    let labels = "interface=\"io_uring\",op=\"read\"";
+    let m = http_get(port, "/metrics");
+    let before = |name: &str| sample(&m, &format!("{name}{{{labels}}}"));
+    // Seeded at 0 for the first scrape, as the calls' series are.
+    assert_eq!(before("iostack_requests_total"), Some(0), "{m}");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ >{}/cgroup.procs && exec fio --name=reads --filename={} --direct=1 --rw=randread --bs=4k --ioengine=io_uring --iodepth=4 --size=32M --number_ios={READS} --output-format=json",
+            throttle.path(),
+            dev.path
+        ))
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("run fio (install-deps installs it)");
+    assert!(out.status.success(), "fio failed");
+    let fio: serde_json::Value = serde_json::from_slice(&out.stdout).expect("fio's JSON");
+    assert_eq!(
+        fio["jobs"][0]["read"]["total_ios"], READS,
+        "fio's own count"
+    );
+    two_intervals();
+    let m = http_get(port, "/metrics");
+    let value = |name: &str| sample(&m, &format!("{name}{{{labels}}}"));
+    assert_eq!(value("iostack_requests_total"), Some(READS), "{m}");
+    assert_eq!(value("iostack_request_ios_total"), Some(READS), "{m}");
+    assert_eq!(
+        value("iostack_request_latency_seconds_count"),
+        Some(READS),
+        "{m}"
+    );
+    let sum = series_of(&m, "iostack_request_latency_seconds_sum")
+        .into_iter()
+        .find(|(l, _)| l == labels)
+        .map(|(_, v)| ns(v))
+        .unwrap_or_else(|| panic!("no latency sum: {m}"));
+    let parts: Vec<(String, u64)> = series_of(&m, "iostack_request_seconds_total")
+        .into_iter()
+        .filter(|(l, _)| l.starts_with(&format!("{labels},part=")))
+        .map(|(l, v)| (l, ns(v)))
+        .collect();
+    assert_eq!(parts.len(), 5, "five parts: {m}");
+    assert_eq!(
+        parts.iter().map(|(_, v)| v).sum::<u64>(),
+        sum,
+        "the parts vs the latency's sum: {parts:?}"
+    );
+    // Each read waited about 100 ms in blk-throttle (40 a second, 4 at a time), before the disk.
+    let to_device = parts
+        .iter()
+        .find(|(l, _)| l.ends_with("part=\"to_device\""))
+        .map_or(0, |(_, v)| *v);
+    assert!(to_device * 10 >= sum * 9, "{parts:?}");
+    let (code, _, err) = tool.stop_with(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(code, 0, "{err}");
+}
+
 /// Readahead's pages of one state in a scrape (no cgroup label).
 fn readahead_pages(metrics: &str, state: &str) -> u64 {
     count_of(

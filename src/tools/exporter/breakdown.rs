@@ -1,13 +1,16 @@
 //! The breakdown layer: an iostack report as counters (each operation's calls, the block I/Os
 //! they waited for, and their time by part), and the same calls' latency as the syscall family,
 //! from one drain: an operation's parts add up to its `iostack_syscall_latency_seconds_sum` at
-//! every scrape.
+//! every scrape. Its asynchronous requests (io_uring) likewise, beside the calls, labelled with
+//! their interface: their count, block I/O, time by part and latency.
 
 use crate::common::losses::CALLS;
+use crate::common::report::hist::LatencyHistogram;
 use crate::common::report::{HistogramReport, LabeledHistogram};
 use crate::tools::iostack::breakdown::{Breakdown, PART_NAMES};
-use crate::tools::iostack::report::{IostackReport, Layer};
+use crate::tools::iostack::report::{IostackReport, Layer, RequestReport, RequestSplit};
 
+use super::layers::UNIT;
 use super::series::{CounterUnit, Labels, Metrics};
 
 pub const CALL_SECONDS: (&str, &str) = (
@@ -25,6 +28,27 @@ pub const CALLS_TOTAL: (&str, &str) = (
 pub const CALL_IOS: (&str, &str) = (
     "iostack_call_ios",
     "Block I/Os the calls that ended waited for, by operation (their own and others')",
+);
+
+pub const REQUESTS_TOTAL: (&str, &str) = (
+    "iostack_requests",
+    "Asynchronous I/O requests that posted their completion entry, by operation and interface (io_uring)",
+);
+pub const REQUESTS_PUNTED: (&str, &str) = (
+    "iostack_requests_punted",
+    "Of iostack_requests_total: those handed to an io-wq worker",
+);
+pub const REQUEST_IOS: (&str, &str) = (
+    "iostack_request_ios",
+    "Block I/Os made for the requests that posted their completion entry (their direct I/O), by operation and interface",
+);
+pub const REQUEST_SECONDS: (&str, &str) = (
+    "iostack_request_seconds",
+    "Time of the requests that posted their completion entry, by operation, interface and part along each request's time line: to_device (submission to its first block I/O's issue), device, between_io (none of its block I/Os on the device), after_io (its last block I/O's end to its entry), no_io (a request with no block I/O of its own); an operation's parts add up to its iostack_request_latency_seconds_sum",
+);
+pub const REQUEST_LATENCY: (&str, &str) = (
+    "iostack_request_latency_seconds",
+    "Asynchronous I/O requests' latency, submission to completion entry, by operation and interface",
 );
 
 /// A row of the report: its labels (cgroup first, as the histograms'), calls, I/Os and parts.
@@ -47,6 +71,19 @@ pub fn seed(m: &mut Metrics, ops: &[String]) {
                 calls: 0,
                 ios: 0,
                 breakdown: &zero,
+            },
+        );
+        add_requests(
+            m,
+            &RequestReport {
+                op: op.clone(),
+                interface: "io_uring",
+                requests: 0,
+                punted: 0,
+                max_ns: 0,
+                ios: 0,
+                split: RequestSplit::default(),
+                latency: LatencyHistogram::default(),
             },
         );
     }
@@ -79,6 +116,33 @@ pub fn add_counters(m: &mut Metrics, report: &IostackReport) {
     for row in rows {
         add_row(m, row);
     }
+    for r in &report.requests {
+        add_requests(m, r);
+    }
+}
+
+/// One operation's requests of one interface: per operation, whatever `--per-cgroup` says (a
+/// request's cgroup is not followed yet).
+fn add_requests(m: &mut Metrics, r: &RequestReport) {
+    let labels: Labels = vec![("interface", r.interface.to_string()), ("op", r.op.clone())];
+    let seconds = m.counter(
+        REQUEST_SECONDS.0,
+        REQUEST_SECONDS.1,
+        CounterUnit::Nanoseconds,
+    );
+    for (key, _, ns) in r.split.parts() {
+        let mut labels = labels.clone();
+        labels.push(("part", key.trim_end_matches("_ns").to_string()));
+        seconds.add(labels, ns);
+    }
+    m.counter(REQUESTS_TOTAL.0, REQUESTS_TOTAL.1, CounterUnit::Count)
+        .add(labels.clone(), r.requests);
+    m.counter(REQUESTS_PUNTED.0, REQUESTS_PUNTED.1, CounterUnit::Count)
+        .add(labels.clone(), r.punted);
+    m.counter(REQUEST_IOS.0, REQUEST_IOS.1, CounterUnit::Count)
+        .add(labels.clone(), r.ios);
+    m.family(REQUEST_LATENCY.0, REQUEST_LATENCY.1, UNIT)
+        .add(labels, &r.latency);
 }
 
 fn add_row(m: &mut Metrics, row: Row) {

@@ -51,7 +51,7 @@ impl LayerName {
 const BLOCK_OPS: [&str; 4] = ["read", "write", "flush", "discard"];
 
 /// The unit of the kernel's log2 slots: bounds 2 us to 2^31 us (36 minutes), then +Inf.
-const UNIT: Unit = Unit::Usecs;
+pub(super) const UNIT: Unit = Unit::Usecs;
 
 /// One opened layer: a tool and how its histograms become series.
 enum Source {
