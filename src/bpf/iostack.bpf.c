@@ -264,19 +264,22 @@ static __always_inline int waking_args(__u64 *args, bool typed)
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
-	left = thread_left_cpu(p, typed);
+	left = thread_slept_at(p, typed);
 	if (!thread_left_cpu_known(p, typed)) {
 		/* Moved to another CPU while it slept (6.12+: a sleeper under delayed dequeue is
-		 * still on its run queue, and the load balancer moves it): the move zeroed
-		 * exec_start, so when it left its CPU is lost (read as such it made an 18 s sleep
-		 * of a 1 s write, whose sum then set the clocks' offset 6 s wrong for the calls
-		 * after it, and chains through wakers lost their I/O to other sleep; TCG guest,
-		 * 2026-11-28). A call's sleep began after its last transition: from there. A
-		 * thread in no call: its I/O wait goes unrecorded (its wakees' chains end there). */
-		if (!st)
-			return 0;
-		left = (__s64)st->last - clock_offset;
-		st->moved_asleep = 1;
+		 * still on its run queue, and the load balancer moves it): its run_delay counts
+		 * the rest of the sleep (call_settle). The move zeroed exec_start, which a thread
+		 * outside the fair class needs to say when it left its CPU (read as such it made
+		 * an 18 s sleep of a 1 s write, whose sum then set the clocks' offset 6 s wrong
+		 * for the calls after it; TCG guest, 2026-11-28): a call's sleep then began after
+		 * its last transition, from there; a thread in no call goes unrecorded. */
+		if (st)
+			st->moved_asleep = 1;
+		if (!left) {
+			if (!st)
+				return 0;
+			left = (__s64)st->last - clock_offset;
+		}
 	}
 	if (iowait)
 		io_wait_ended(tid, left, now);

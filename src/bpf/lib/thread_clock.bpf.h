@@ -15,10 +15,11 @@
  *   through the task's cfs_rq (no per-CPU variables needed: 5.10's BTF has none).
  * - sched_info.run_delay: time waiting on a run queue, added when the thread takes a CPU.
  * - nvcsw, nivcsw: its switches; none during a call means the call never left its CPU.
- * - A sleeping thread's exec_start (moved to rq->clock) is when it left its CPU: a wakeup's
- *   ktime minus it is the sleep's length plus the offset between the two clocks (ktime minus the
- *   scheduler's clock: 18.86 s on the CI host), which the call's exit solves for (the sleeps
- *   and the run-queue waits add up to its time off a CPU).
+ * - When a sleeping thread left its CPU (thread_slept_at: its last arrival on a CPU plus what it
+ *   ran since, in rq->clock): a wakeup's ktime minus it is the sleep's length plus the offset
+ *   between the two clocks (ktime minus the scheduler's clock: 18.86 s on the CI host), which
+ *   the call's exit solves for (the sleeps and the run-queue waits add up to its time off a
+ *   CPU).
  *
  * Everything here is read with plain loads where the task pointer is typed (tp_btf,
  * bpf_get_current_task_btf), else through CO-RE probe reads. */
@@ -63,6 +64,37 @@ static __always_inline __s64 thread_left_cpu(struct task_struct *t, bool typed)
 static __always_inline bool thread_left_cpu_known(struct task_struct *t, bool typed)
 {
 	return IOSTACK_GET(typed, t, se.exec_start) != 0;
+}
+
+#define IOSTACK_SCHED_NORMAL 0
+#define IOSTACK_SCHED_BATCH 3
+#define IOSTACK_SCHED_IDLE 5
+
+/* When a sleeping thread left its CPU, in rq->clock (0: not known): when it last took a CPU
+ * (sched_info.last_arrival, read from rq->clock itself) plus what it ran from then
+ * (sum_exec_runtime - prev_sum_exec_runtime: the fair class sets the second to the first as
+ * it hands the thread its CPU). Not exec_start plus its CPU's lag read at the wakeup: that lag
+ * (rq->clock - clock_task) grows by the steal and IRQ time the CPU accounts while the thread
+ * sleeps, and the sleep's start came out late by as much. In an fsync beside a CI run, the
+ * start of a 107.7 ms sleep (ftrace's sched_switch to its sched_waking) was 27.2 ms late: it
+ * showed as 13.7 ms of other sleep where the journal's I/O was (CI63, 2026-11-29); the host
+ * stole 10-40 ms of CPU in 0.2 s at times in the next CI run (/proc/stat's steal, sampled
+ * every 0.2 s). A move to another CPU while asleep zeroes exec_start, not these: no longer
+ * lost. What this misses is the steal and IRQ time of the thread's last stint on its CPU.
+ * Other classes (real-time, deadline) set no prev_sum_exec_runtime: exec_start and the lag. */
+static __always_inline __s64 thread_slept_at(struct task_struct *t, bool typed)
+{
+	__u32 policy = IOSTACK_GET(typed, t, policy);
+	__u64 arrival;
+
+	if (policy == IOSTACK_SCHED_NORMAL || policy == IOSTACK_SCHED_BATCH ||
+	    policy == IOSTACK_SCHED_IDLE) {
+		arrival = IOSTACK_GET(typed, t, sched_info.last_arrival);
+		if (arrival)
+			return (__s64)(arrival + IOSTACK_GET(typed, t, se.sum_exec_runtime) -
+				       IOSTACK_GET(typed, t, se.prev_sum_exec_runtime));
+	}
+	return thread_left_cpu_known(t, typed) ? thread_left_cpu(t, typed) : 0;
 }
 
 static __always_inline void thread_clock_read(struct task_struct *t, bool typed,
