@@ -120,32 +120,22 @@ fn fios_io_uring_requests_are_counted_and_timed_as_fio_counts_and_times_them() {
     require_root();
     for depth in [1, 4, 32] {
         let ios = 60;
-        let engine = format!("--ioengine=io_uring --iodepth={depth}");
-        let (fio, r, disk_ms) = fio_reads_waiting(ios, &engine, Wait::Queue);
-        let read = &fio["jobs"][0]["read"];
-        assert_eq!(read["total_ios"], ios, "{read}");
-        let ours = r["requests"]
-            .as_array()
-            .and_then(|rows| rows.iter().find(|q| q["op"] == "read"))
-            .unwrap_or_else(|| panic!("no io_uring reads in {r}"));
-        assert_eq!(ours["interface"], "io_uring", "{ours}");
-        assert_eq!(
-            ours["requests"], read["total_ios"],
-            "iodepth {depth}: exactly fio's requests: {ours} / {read}"
-        );
+        let UringReads {
+            read,
+            ours,
+            report: r,
+            disk_ms,
+            total,
+        } = fio_io_uring_reads(ios, depth, Wait::Queue);
         assert_eq!(r["request_drops"]["no_start"], 0, "{r}");
         assert_eq!(r["request_drops"]["start_full"], 0, "{r}");
         // Not a read(2) among them: the requests are not calls.
         assert!(!ops(&r).contains_key("read"), "{r}");
-        // Each 4 KiB read is one bio and one block request, which leads to its request (the
-        // kiocb its direct I/O was made for): every one of the disk's reads was fio's.
-        assert_eq!(ours["ios"], read["total_ios"], "iodepth {depth}: {ours}");
         assert_eq!(
             unwaited(&r),
             0,
             "iodepth {depth}: I/O no request waited for: {r}"
         );
-        let total = split_adds_up(ours, depth);
         // The throttle holds each read before the disk: the disk's own account of its reads'
         // time bounds their time on the device from above (ours from each one's issue, the
         // disk's from its request's start, truncated to the ms).
@@ -172,6 +162,46 @@ fn fios_io_uring_requests_are_counted_and_timed_as_fio_counts_and_times_them() {
                 "iodepth {depth}: the requests' mean {mean} ns against fio's completion latency {fio_mean} ns: {ratio}"
             ),
         }
+    }
+}
+
+/// fio's io_uring reads (fio_io_uring_reads): fio's figures, iostack's row of them, its whole
+/// report, the disk's own ms, and the requests' time.
+struct UringReads {
+    read: Value,
+    ours: Value,
+    report: Value,
+    disk_ms: u64,
+    total: u64,
+}
+
+/// fio's `ios` random 4 KiB O_DIRECT reads through io_uring at queue depth `depth`, waiting
+/// where `wait` says, under iostack. Every request fio made is in iostack's row of io_uring
+/// reads, and each 4 KiB read is one bio and one block request, which leads to its request (the
+/// kiocb its direct I/O was made for): as many block I/Os as requests, and their parts add up.
+fn fio_io_uring_reads(ios: u64, depth: u32, wait: Wait) -> UringReads {
+    let engine = format!("--ioengine=io_uring --iodepth={depth}");
+    let (fio, report, disk_ms) = fio_reads_waiting(ios, &engine, wait);
+    let read = fio["jobs"][0]["read"].clone();
+    assert_eq!(read["total_ios"], ios, "{read}");
+    let ours = report["requests"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|q| q["op"] == "read"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no io_uring reads in {report}"));
+    assert_eq!(ours["interface"], "io_uring", "{ours}");
+    assert_eq!(
+        ours["requests"], read["total_ios"],
+        "iodepth {depth}: exactly fio's requests: {ours} / {read}"
+    );
+    assert_eq!(ours["ios"], read["total_ios"], "iodepth {depth}: {ours}");
+    let total = split_adds_up(&ours, depth);
+    UringReads {
+        read,
+        ours,
+        report,
+        disk_ms,
+        total,
     }
 }
 
@@ -211,20 +241,12 @@ fn an_io_uring_reads_time_on_a_slow_disk_is_its_time_on_the_device() {
     require_root();
     for depth in [1, 32] {
         let ios = 60;
-        let engine = format!("--ioengine=io_uring --iodepth={depth}");
-        let (fio, r, disk_ms) = fio_reads_waiting(ios, &engine, Wait::Device);
-        let read = &fio["jobs"][0]["read"];
-        assert_eq!(read["total_ios"], ios, "{read}");
-        let ours = r["requests"]
-            .as_array()
-            .and_then(|rows| rows.iter().find(|q| q["op"] == "read"))
-            .unwrap_or_else(|| panic!("no io_uring reads in {r}"));
-        assert_eq!(
-            ours["requests"], read["total_ios"],
-            "iodepth {depth}: {ours}"
-        );
-        assert_eq!(ours["ios"], read["total_ios"], "iodepth {depth}: {ours}");
-        let total = split_adds_up(ours, depth);
+        let UringReads {
+            ours,
+            disk_ms,
+            total,
+            ..
+        } = fio_io_uring_reads(ios, depth, Wait::Device);
         let device = ours["device_ns"].as_u64().unwrap();
         eprintln!("fio io_uring iodepth {depth}, reads slow on the disk: {ours}, the disk's {disk_ms} ms, {total} ns in all");
         // The disk's account starts at each block request's start, ours at its issue: 1.70 ms
