@@ -194,7 +194,13 @@ fn fio_io_uring_reads(ios: u64, depth: u32, wait: Wait) -> UringReads {
         ours["requests"], read["total_ios"],
         "iodepth {depth}: exactly fio's requests: {ours} / {read}"
     );
-    assert_eq!(ours["ios"], read["total_ios"], "iodepth {depth}: {ours}");
+    // The whole report if not: its `accounted` says whether the disk completed requests no
+    // program saw (CI68, 2026-11-29: 56 block I/Os for 60 requests at depth 32, 4 of them with
+    // none; not reproduced in 89 runs beside the kernel matrix since).
+    assert_eq!(
+        ours["ios"], read["total_ios"],
+        "iodepth {depth}: {ours}; the report: {report}"
+    );
     let total = split_adds_up(&ours, depth);
     UringReads {
         read,
