@@ -370,6 +370,7 @@ fn known_report(c: usize, parts: Option<[u64; PARTS]>) -> IostackReport {
         requests: vec![],
         request_losses: Default::default(),
         missing: vec![],
+        unfollowed: vec![],
         unwaited: [0; 6],
         processes: None,
         cgroups: None,

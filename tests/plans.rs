@@ -373,7 +373,43 @@ fn iostack_plans_the_scheduler_the_block_layer_and_the_layers_each_kernel_has() 
             "a direct-I/O bio leads to its request, with no map: its end_io (iomap_dio_bio_end_io, blkdev_bio_end_io, blkdev_bio_end_io_async, addresses",
             "a direct-I/O bio leads to its request, with no map: its end_io (iomap_dio_bio_end_io, blkdev_bio_end_io, blkdev_bio_end_io_async, addresses",
         ];
-        wrong.extend(row("io_uring-io", n, decision(plan, "io_uring-io"), dio));
+        wrong.extend(row("request-io", n, decision(plan, "request-io"), dio));
+        // Native AIO: fs/aio.c has no tracepoints; its functions where hooks work, not on the
+        // host (its line of the report says so).
+        let setup = [
+            "fentry/aio_prep_rw",
+            "fentry/aio_prep_rw",
+            "fentry/aio_prep_rw",
+            "none",
+        ];
+        wrong.extend(row("aio-setup", n, role(plan, "aio-setup"), setup));
+        let done = [
+            "fentry/aio_complete",
+            "fentry/aio_complete",
+            "fentry/aio_complete",
+            "none",
+        ];
+        wrong.extend(row("aio-complete", n, role(plan, "aio-complete"), done));
+        let followed = "native AIO's iocbs followed from their setup in io_submit to their completion event, as their calls' operations: read PREAD, read PREADV, write PWRITE, write PWRITEV, sync FSYNC, sync FDSYNC";
+        let aio = [
+            followed,
+            followed,
+            followed,
+            "native AIO (io_submit) is not followed: fs/aio.c has no tracepoints, and its functions cannot be hooked here",
+        ];
+        wrong.extend(row("aio", n, decision(plan, "aio"), aio));
+        let unfollowed: Vec<&str> = Iostack::plan(&p, &opts)
+            .unwrap()
+            .unfollowed
+            .iter()
+            .map(|(i, _)| *i)
+            .collect();
+        let want: &[&str] = if n == "host" { &["aio"] } else { &[] };
+        if unfollowed != want {
+            wrong.push(format!(
+                "{n}: interfaces not followed {unfollowed:?}, want {want:?}"
+            ));
+        }
         // prev_state became sched_switch's fourth argument in 5.18.
         let state = [
             "sched_switch has no prev_state",

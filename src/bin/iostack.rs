@@ -18,7 +18,7 @@ const ABOUT: &str =
 const EXAMPLES: &str = "Examples:
   iostack                    per operation: each layer's latency, and where the time went, at Ctrl-C
   iostack 5 3                every 5 seconds, three times
-  iostack -p 1234            only process 1234 (its calls, and its io_uring requests)
+  iostack -p 1234            only process 1234 (its calls, its io_uring and native AIO requests)
   iostack -d nvme0n1         only calls on files of nvme0n1, and its I/O
   iostack --fs ext4 -m       only calls on ext4 files, in milliseconds
   iostack -P 1               every second, the 10 processes with the most time in I/O calls

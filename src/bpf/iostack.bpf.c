@@ -323,19 +323,21 @@ struct uring_key {
 
 struct uring_req {
 	__u64 start;
-	__u64 req;     /* the io_kiocb: its file at completion (alive until its entry is posted) */
+	__u64 req;     /* the io_kiocb or aio_kiocb: its file at completion (alive until then) */
 	/* Its block I/O (direct I/O's bios lead to it: uring_request_io_ended): its block
 	 * requests' time on the device, and when the last one ended. */
 	struct device_runs dev;
 	__u64 first_issue;
 	__u64 io_end;
 	__u32 ios;
-	__u8 op;
+	__u8 op;       /* 0: an AIO iocb of an operation not traced (followed to its end all the same) */
 	__u8 punted;
-	__u8 pad[2];
+	__u8 iface;    /* enum request_iface */
+	__u8 pad;
 };
 
-/* Requests in flight. A submission that finds no room is counted (uring_losses). */
+/* Requests in flight, io_uring's and native AIO's (their keys are distinct objects' addresses,
+ * or 5.15's ring and user_data). A submission that finds no room is counted (uring_losses). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -343,25 +345,29 @@ struct {
 	__type(value, struct uring_req);
 } uring_reqs SEC(".maps");
 
-/* Index: generation * IOSTACK_OPS + op. */
+/* Index: (interface * 2 + generation) * IOSTACK_OPS + op. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2 * IOSTACK_OPS);
+	__uint(max_entries, 4 * IOSTACK_OPS);
 	__type(key, __u32);
 	__type(value, struct uring_totals);
 } uring_totals SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2 * IOSTACK_OPS);
+	__uint(max_entries, 4 * IOSTACK_OPS);
 	__type(key, __u32);
 	__type(value, struct hist);
 } uring_hists SEC(".maps");
 
-/* Cumulative: [0] completion entries of followed opcodes whose submission was not seen (in
- * flight when tracing began; 6.1+ only: 5.15's completion names no request), [1] submissions
+/* Cumulative: [0] completions of followed requests whose submission was not seen (in flight
+ * when tracing began; io_uring 6.1+ only: 5.15's completion names no request), [1] submissions
  * the map had no room for. */
 __u64 uring_losses[2];
+
+/* Native AIO is followed (its function hooks are attached): a direct-I/O bio's kiocb may be an
+ * iocb's. */
+const volatile bool aio_followed = false;
 
 /* The end_io functions of direct I/O whose bios lead to their kiocb, which is at offset 0 of
  * an io_uring request (and of an AIO request): iomap's (bi_private is the iomap_dio), the
@@ -404,17 +410,21 @@ struct io_kiocb___5_15 {
 	__u64 user_data;
 } __attribute__((preserve_access_index));
 
-/* The request in flight a kiocb is the start of, or NULL. */
+/* The request in flight a kiocb is the start of (an io_kiocb's, an aio_kiocb's), or NULL. */
 static __always_inline struct uring_req *uring_req_of_kiocb(__u64 kiocb, struct uring_key *k)
 {
 	struct io_kiocb___5_15 *old = (void *)kiocb;
+	struct uring_req *r;
 
-	k->a = kiocb;
-	k->b = 0;
 	if (uring_abi == URING_5_15) {
 		k->a = (__u64)BPF_CORE_READ(old, ctx);
 		k->b = BPF_CORE_READ(old, user_data);
+		r = bpf_map_lookup_elem(&uring_reqs, k);
+		if (r || !aio_followed)
+			return r;
 	}
+	k->a = kiocb;
+	k->b = 0;
 	return bpf_map_lookup_elem(&uring_reqs, k);
 }
 
@@ -428,7 +438,7 @@ __noinline int uring_request_io_ended(__u64 bio, __u64 issue, __u64 now)
 	bool any = false;
 	__u64 kiocb;
 
-	if (uring_abi == URING_NONE)
+	if (uring_abi == URING_NONE && !aio_followed)
 		return 0;
 	for (int i = 0; i < 8; i++) {
 		if (!bio)
@@ -1105,9 +1115,13 @@ static __always_inline int uring_punt_args(__u64 *args, bool typed)
 static __always_inline bool uring_file_passes(struct uring_req *r, __s64 res)
 {
 	struct io_kiocb *req = (struct io_kiocb *)r->req;
+	struct aio_kiocb *iocb = (struct aio_kiocb *)r->req;
 
 	if (!filter_fs && !disk_devs[0])
 		return true;
+	/* Every kind of iocb starts with its file. */
+	if (r->iface == IFACE_AIO)
+		return file_passes(BPF_CORE_READ(iocb, ki_filp));
 	if (r->op == open_op)
 		return res >= 0 && file_passes(fd_file(res));
 	return file_passes(BPF_CORE_READ(req, file));
@@ -1143,18 +1157,41 @@ static __always_inline void uring_split(struct uring_totals *t, struct uring_req
 	t->after_io_ns += now - end;
 }
 
+/* A followed request's completion is posted now: its interface's totals and latency for its
+ * operation. */
+static __always_inline void async_request_ended(struct uring_req *r, __u64 now)
+{
+	struct uring_totals *t;
+	struct hist *h;
+	__u64 lat = now > r->start ? now - r->start : 0;
+	__u32 idx, gen;
+
+	gen = hist_gen & 1;
+	barrier_var(gen);
+	idx = ((r->iface & 1) * 2 + gen) * IOSTACK_OPS + (r->op & (IOSTACK_OPS - 1));
+	t = bpf_map_lookup_elem(&uring_totals, &idx);
+	if (t) {
+		t->requests++;
+		t->total_ns += lat;
+		if (lat > t->max_ns)
+			t->max_ns = lat;
+		t->punted += r->punted;
+		t->ios += r->ios;
+		uring_split(t, r, now);
+	}
+	h = bpf_map_lookup_elem(&uring_hists, &idx);
+	if (h)
+		hist_record_exclusive(h, lat);
+}
+
 /* io_uring_complete: the request's completion entry is posted (6.13+: (ctx, req, cqe), an
  * auxiliary entry with no request; 6.1: (ctx, req, user_data, res, ...); 5.15: (ctx,
  * user_data, res, cflags)). */
 static __always_inline int uring_complete_args(__u64 *args, bool typed)
 {
-	struct uring_totals *t;
 	struct uring_key k = {};
 	struct uring_req *r;
-	struct hist *h;
-	__u64 now, lat;
 	__s64 res;
-	__u32 idx, gen;
 
 	if (uring_abi == URING_5_15) {
 		k.a = args[0];
@@ -1179,28 +1216,8 @@ static __always_inline int uring_complete_args(__u64 *args, bool typed)
 			__sync_fetch_and_add(&uring_losses[0], 1);
 		return 0;
 	}
-	now = bpf_ktime_get_ns();
-	lat = now > r->start ? now - r->start : 0;
-	if (!uring_file_passes(r, res)) {
-		bpf_map_delete_elem(&uring_reqs, &k);
-		return 0;
-	}
-	gen = hist_gen & 1;
-	barrier_var(gen);
-	idx = gen * IOSTACK_OPS + (r->op & (IOSTACK_OPS - 1));
-	t = bpf_map_lookup_elem(&uring_totals, &idx);
-	if (t) {
-		t->requests++;
-		t->total_ns += lat;
-		if (lat > t->max_ns)
-			t->max_ns = lat;
-		t->punted += r->punted;
-		t->ios += r->ios;
-		uring_split(t, r, now);
-	}
-	h = bpf_map_lookup_elem(&uring_hists, &idx);
-	if (h)
-		hist_record_exclusive(h, lat);
+	if (uring_file_passes(r, res))
+		async_request_ended(r, bpf_ktime_get_ns());
 	bpf_map_delete_elem(&uring_reqs, &k);
 	return 0;
 }
@@ -1209,6 +1226,73 @@ TP_TWINS(io_uring_submit_req, uring_submit, uring_submit_args)
 TP_TWINS(io_uring_submit_sqe, uring_submit_sqe, uring_submit_args)
 TP_TWINS(io_uring_queue_async_work, uring_punt, uring_punt_args)
 TP_TWINS(io_uring_complete, uring_complete, uring_complete_args)
+
+/* ---- native AIO requests -------------------------------------------------------------------- */
+
+/* fs/aio.c has no tracepoints: where function hooks work (src/tools/iostack/plan.rs, plan_aio),
+ * an io_submit iocb is followed from its setup in io_submit (aio_prep_rw: a read or a write;
+ * aio_fsync: a sync, which a worker runs) to aio_complete, which writes its completion event
+ * to the ring: for a direct read or write, in its last bio's completion. It is known by its
+ * aio_kiocb, whose kiocb is at offset 0, where a direct-I/O bio leads
+ * (uring_request_io_ended): in the same map as io_uring's requests. */
+
+/* IOCB_CMD_*'s operation slot (0: not traced), from user space. */
+const volatile __u8 aio_ops[IOSTACK_IOCB_CMDS] = {};
+/* aio_complete_rw and aio_fsync_work (kallsyms; set after the verifier is done, as
+ * dio_end_io_*): where a read's or write's kiocb and a sync's work go at their end. An iocb
+ * whose setup was not seen is a loss if it is one of these. */
+__u64 aio_rw_done_fn = 0;
+__u64 aio_sync_work_fn = 0;
+
+/* aio_prep_rw(kiocb, iocb) or aio_fsync(fsync_iocb, iocb, datasync): an iocb copied in by
+ * io_submit is being set up. Every submitter's is followed to its end, its operation's slot 0
+ * where it is not traced (or not selected: its completion runs in whatever context ends its
+ * I/O, where the submitter is not known), so that a completion whose setup was not seen is a
+ * loss. */
+static __always_inline int aio_setup_entry(void *ctx, enum hook_flavour f)
+{
+	struct iocb *iocb = (void *)hook_arg(ctx, f, 1);
+	struct uring_req r = {};
+	struct uring_key k = {};
+	__u16 cmd = BPF_CORE_READ(iocb, aio_lio_opcode);
+
+	k.a = hook_arg(ctx, f, 0);
+	if (!k.a)
+		return 0;
+	if (cmd < IOSTACK_IOCB_CMDS && current_selected())
+		r.op = aio_ops[cmd & (IOSTACK_IOCB_CMDS - 1)];
+	r.iface = IFACE_AIO;
+	r.req = k.a;
+	r.start = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&uring_reqs, &k, &r, BPF_ANY))
+		__sync_fetch_and_add(&uring_losses[1], 1);
+	return 0;
+}
+
+/* aio_complete(iocb): its completion event is written to the ring. */
+static __always_inline int aio_complete_entry(void *ctx, enum hook_flavour f)
+{
+	struct aio_kiocb *iocb = (void *)hook_arg(ctx, f, 0);
+	struct uring_key k = {.a = (__u64)iocb};
+	struct uring_req *r = bpf_map_lookup_elem(&uring_reqs, &k);
+	__u64 done, work;
+
+	if (!r) {
+		done = (__u64)BPF_CORE_READ(iocb, rw.ki_complete);
+		work = (__u64)BPF_CORE_READ(iocb, fsync.work.func);
+		if ((done && done == aio_rw_done_fn) || (work && work == aio_sync_work_fn))
+			__sync_fetch_and_add(&uring_losses[0], 1);
+		return 0;
+	}
+	if (r->op && uring_file_passes(r, 0))
+		async_request_ended(r, bpf_ktime_get_ns());
+	bpf_map_delete_elem(&uring_reqs, &k);
+	return 0;
+}
+
+FUNC_ENTRY_HOOKS(aio_rw_setup, aio_setup_entry)
+FUNC_ENTRY_HOOKS(aio_sync_setup, aio_setup_entry)
+FUNC_ENTRY_HOOKS(aio_done, aio_complete_entry)
 
 /* Task storage goes with the task; the hash entries must be removed. */
 static __always_inline int on_task_exit(void)

@@ -113,10 +113,20 @@ enum uring_abi {
 /* io_uring opcodes an operation can claim (6.18 has 63). */
 #define IOSTACK_URING_OPCODES 64
 
-/* Per operation, the io_uring requests that posted their completion entry in an interval. */
+/* How a request reached the kernel: its slot in the totals (uring_totals, uring_hists). */
+enum request_iface {
+	IFACE_IO_URING = 0,
+	IFACE_AIO = 1,  /* native AIO: io_submit's iocbs */
+};
+
+/* IOCB_CMD_* an operation can claim (PREAD 0 .. PWRITEV 8). */
+#define IOSTACK_IOCB_CMDS 16
+
+/* Per interface and operation, the requests that posted their completion (an io_uring
+ * request's entry, an AIO iocb's event) in an interval. */
 struct uring_totals {
 	__u64 requests;
-	__u64 total_ns;   /* submission (the SQE consumed) to the completion entry posted */
+	__u64 total_ns;   /* submission (the SQE consumed, the iocb set up) to the completion posted */
 	__u64 max_ns;
 	__u64 punted;     /* of them, those handed to an io-wq worker */
 	__u64 ios;        /* block requests made for them (direct I/O) */
@@ -126,8 +136,8 @@ struct uring_totals {
 	__u64 device_ns;     /* while one of its block requests was on the device */
 	__u64 between_io_ns; /* from its first block request's issue to its last one's end, with
 			      * none of them on the device */
-	__u64 after_io_ns;   /* its last block request's end to its completion entry (the
-			      * completion's task work) */
+	__u64 after_io_ns;   /* its last block request's end to its completion posted (io_uring:
+			      * the completion's task work) */
 	__u64 no_io_ns;      /* requests with no block request of their own: their whole time */
 };
 

@@ -1,8 +1,8 @@
 //! The breakdown layer: an iostack report as counters (each operation's calls, the block I/Os
 //! they waited for, and their time by part), and the same calls' latency as the syscall family,
 //! from one drain: an operation's parts add up to its `iostack_syscall_latency_seconds_sum` at
-//! every scrape. Its asynchronous requests (io_uring) likewise, beside the calls, labelled with
-//! their interface: their count, block I/O, time by part and latency.
+//! every scrape. Its asynchronous requests (io_uring's, native AIO's) likewise, beside the
+//! calls, labelled with their interface: their count, block I/O, time by part and latency.
 
 use crate::common::losses::CALLS;
 use crate::common::report::hist::LatencyHistogram;
@@ -32,7 +32,7 @@ pub const CALL_IOS: (&str, &str) = (
 
 pub const REQUESTS_TOTAL: (&str, &str) = (
     "iostack_requests",
-    "Asynchronous I/O requests that posted their completion entry, by operation and interface (io_uring)",
+    "Asynchronous I/O requests that posted their completion (io_uring's entry, an AIO iocb's event), by operation and interface (io_uring, aio)",
 );
 pub const REQUESTS_PUNTED: (&str, &str) = (
     "iostack_requests_punted",
@@ -40,15 +40,15 @@ pub const REQUESTS_PUNTED: (&str, &str) = (
 );
 pub const REQUEST_IOS: (&str, &str) = (
     "iostack_request_ios",
-    "Block I/Os made for the requests that posted their completion entry (their direct I/O), by operation and interface",
+    "Block I/Os made for the requests that posted their completion (their direct I/O), by operation and interface",
 );
 pub const REQUEST_SECONDS: (&str, &str) = (
     "iostack_request_seconds",
-    "Time of the requests that posted their completion entry, by operation, interface and part along each request's time line: to_device (submission to its first block I/O's issue), device, between_io (none of its block I/Os on the device), after_io (its last block I/O's end to its entry), no_io (a request with no block I/O of its own); an operation's parts add up to its iostack_request_latency_seconds_sum",
+    "Time of the requests that posted their completion, by operation, interface and part along each request's time line: to_device (submission to its first block I/O's issue), device, between_io (none of its block I/Os on the device), after_io (its last block I/O's end to its completion), no_io (a request with no block I/O of its own); an operation's parts add up to its iostack_request_latency_seconds_sum",
 );
 pub const REQUEST_LATENCY: (&str, &str) = (
     "iostack_request_latency_seconds",
-    "Asynchronous I/O requests' latency, submission to completion entry, by operation and interface",
+    "Asynchronous I/O requests' latency, submission to completion, by operation and interface",
 );
 
 /// A row of the report: its labels (cgroup first, as the histograms'), calls, I/Os and parts.
@@ -60,8 +60,9 @@ struct Row<'a> {
 }
 
 /// Creates every operation's series at 0, for the first scrape (a counter that appears with
-/// its first value hides that value from `increase()`); a cgroup's appear with its first call.
-pub fn seed(m: &mut Metrics, ops: &[String]) {
+/// its first value hides that value from `increase()`), for the calls and each interface whose
+/// requests are followed here; a cgroup's appear with its first call.
+pub fn seed(m: &mut Metrics, ops: &[String], interfaces: &[&'static str]) {
     let zero = Breakdown::default();
     for op in ops {
         add_row(
@@ -73,19 +74,21 @@ pub fn seed(m: &mut Metrics, ops: &[String]) {
                 breakdown: &zero,
             },
         );
-        add_requests(
-            m,
-            &RequestReport {
-                op: op.clone(),
-                interface: "io_uring",
-                requests: 0,
-                punted: 0,
-                max_ns: 0,
-                ios: 0,
-                split: RequestSplit::default(),
-                latency: LatencyHistogram::default(),
-            },
-        );
+        for interface in interfaces {
+            add_requests(
+                m,
+                &RequestReport {
+                    op: op.clone(),
+                    interface,
+                    requests: 0,
+                    punted: 0,
+                    max_ns: 0,
+                    ios: 0,
+                    split: RequestSplit::default(),
+                    latency: LatencyHistogram::default(),
+                },
+            );
+        }
     }
 }
 

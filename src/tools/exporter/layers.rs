@@ -409,10 +409,10 @@ impl Layers {
         for (_, source) in &self.sources {
             match source {
                 Source::Breakdown {
+                    tool,
                     ops,
                     per_cgroup: false,
-                    ..
-                } => breakdown::seed(&mut m, ops),
+                } => breakdown::seed(&mut m, ops, &tool.interfaces()),
                 Source::Readahead {
                     per_cgroup: false, ..
                 } => readahead::seed(&mut m),

@@ -179,6 +179,8 @@ pub struct Iostack {
     opts: IostackOptions,
     /// The layers this kernel cannot trace, and why.
     missing: Vec<report::MissingLayer>,
+    /// The interfaces whose requests this kernel does not let us follow, and why.
+    unfollowed: Vec<(&'static str, String)>,
     /// To decode the requests of journeys.
     flags: crate::common::block::reqflags::RequestFlags,
     collector: HistogramCollector,
@@ -187,7 +189,7 @@ pub struct Iostack {
     skipped: SkippedRuns,
     /// Requests no traced call waited for, cumulative, as reported so far.
     unwaited_shown: [u64; 6],
-    /// io_uring requests not followed, cumulative, as reported so far.
+    /// Requests not followed, cumulative, as reported so far.
     request_losses_shown: [u64; 2],
     queue: Option<EventQueue<types::journey>>,
     losses: LossTally,
@@ -252,6 +254,7 @@ impl Tool for Iostack {
             unseen: UnseenIos::start(opts.disk.as_ref().map(|d| d.dev))?,
             opts: opts.clone(),
             missing: plan.missing.clone(),
+            unfollowed: plan.unfollowed.clone(),
             flags: plan.flags.clone(),
             collector: HistogramCollector::default(),
             disks: DiskNames::load(),
@@ -281,10 +284,14 @@ fn load(
         // Read beside the verifier's work (the kallsyms thread), set before any program runs.
         let bss = mapped(skel.maps.bss_data.as_deref_mut(), "iostack's .bss")?;
         bss.throttle_dispatch_fn = plan.links.throttle_dispatch.get();
-        let end_io = |i: usize| plan.uring.dio_end_io.get(i).map_or(0, LaterAddress::get);
+        let end_io = |i: usize| plan.dio_end_io.get(i).map_or(0, LaterAddress::get);
         bss.dio_end_io_iomap = end_io(0);
         bss.dio_end_io_blkdev = end_io(1);
         bss.dio_end_io_blkdev_async = end_io(2);
+        if plan.aio.followed {
+            bss.aio_rw_done_fn = plan.aio.rw_done.get();
+            bss.aio_sync_work_fn = plan.aio.sync_work.get();
+        }
         Ok(())
     };
     load_planned_then(
@@ -363,6 +370,8 @@ fn load(
             rodata.uring_abi = plan.uring.abi as u8;
             rodata.uring_ops = plan.uring.ops;
             rodata.uring_cqe_skip = plan.uring.cqe_skip;
+            rodata.aio_followed = plan.aio.followed;
+            rodata.aio_ops = plan.aio.ops;
             if let Some(fs) = &opts.fs {
                 rodata.filter_fs = true;
                 for (dst, b) in rodata.fs_filter.iter_mut().zip(fs.bytes()) {
@@ -554,54 +563,68 @@ impl Iostack {
         Ok(rows)
     }
 
-    /// The io_uring requests of generation `gen`, per operation, in the operations' order.
+    /// The interfaces whose requests are followed here: `io_uring`, `aio`.
+    pub fn interfaces(&self) -> Vec<&'static str> {
+        ["io_uring", "aio"]
+            .into_iter()
+            .filter(|i| !self.unfollowed.iter().any(|(u, _)| u == i))
+            .collect()
+    }
+
+    /// The requests of generation `gen`, per interface (io_uring, then native AIO) and
+    /// operation, in the operations' order.
     fn requests(&self, gen: u32) -> Result<Vec<RequestReport>> {
         let maps = &self.loaded.skel.maps;
-        let totals = drain_percpu_array(
-            &maps.uring_totals,
-            gen,
-            OPS,
-            types::uring_totals::default(),
-            add_uring_totals,
-            |t| t.requests > 0,
-        )?;
-        let mut hists = drain_percpu_array(
-            &maps.uring_hists,
-            gen,
-            OPS,
-            RawHist::zeroed(),
-            RawHist::add,
-            |h| h.count > 0,
-        )?;
-        let mut rows: Vec<(u32, RequestReport)> = totals
-            .into_iter()
-            .map(|(op, t)| {
-                let latency = hists
-                    .iter()
-                    .position(|(i, _)| *i == op)
-                    .map(|at| LatencyHistogram::from(hists.swap_remove(at).1))
-                    .unwrap_or_default();
-                let row = RequestReport {
-                    op: self.opts.op_name(op),
-                    interface: "io_uring",
-                    requests: t.requests,
-                    punted: t.punted,
-                    max_ns: t.max_ns,
-                    ios: t.ios,
-                    split: RequestSplit {
-                        to_device_ns: t.to_device_ns,
-                        device_ns: t.device_ns,
-                        between_io_ns: t.between_io_ns,
-                        after_io_ns: t.after_io_ns,
-                        no_io_ns: t.no_io_ns,
-                    },
-                    latency,
-                };
-                (op, row)
-            })
-            .collect();
-        rows.sort_by_key(|(op, _)| *op);
-        Ok(rows.into_iter().map(|(_, r)| r).collect())
+        let mut rows = Vec::new();
+        // The kernel's slot of each interface (enum request_iface).
+        for (slot, interface) in [(0, "io_uring"), (1, "aio")] {
+            let totals = drain_percpu_array(
+                &maps.uring_totals,
+                slot * 2 + gen,
+                OPS,
+                types::uring_totals::default(),
+                add_uring_totals,
+                |t| t.requests > 0,
+            )?;
+            let mut hists = drain_percpu_array(
+                &maps.uring_hists,
+                slot * 2 + gen,
+                OPS,
+                RawHist::zeroed(),
+                RawHist::add,
+                |h| h.count > 0,
+            )?;
+            let mut these: Vec<(u32, RequestReport)> = totals
+                .into_iter()
+                .map(|(op, t)| {
+                    let latency = hists
+                        .iter()
+                        .position(|(i, _)| *i == op)
+                        .map(|at| LatencyHistogram::from(hists.swap_remove(at).1))
+                        .unwrap_or_default();
+                    let row = RequestReport {
+                        op: self.opts.op_name(op),
+                        interface,
+                        requests: t.requests,
+                        punted: t.punted,
+                        max_ns: t.max_ns,
+                        ios: t.ios,
+                        split: RequestSplit {
+                            to_device_ns: t.to_device_ns,
+                            device_ns: t.device_ns,
+                            between_io_ns: t.between_io_ns,
+                            after_io_ns: t.after_io_ns,
+                            no_io_ns: t.no_io_ns,
+                        },
+                        latency,
+                    };
+                    (op, row)
+                })
+                .collect();
+            these.sort_by_key(|(op, _)| *op);
+            rows.extend(these.into_iter().map(|(_, r)| r));
+        }
+        Ok(rows)
     }
 
     /// The requests not followed since the last report (the kernel's counts are cumulative).
@@ -771,6 +794,7 @@ impl IntervalTool for Iostack {
             requests,
             request_losses,
             missing: self.missing.clone(),
+            unfollowed: self.unfollowed.clone(),
             unwaited,
             processes,
             cgroups,

@@ -233,6 +233,7 @@ mod tests {
             requests: Vec::new(),
             request_losses: Default::default(),
             missing: Vec::new(),
+            unfollowed: Vec::new(),
             unwaited: [0; 6],
             processes: None,
             cgroups: None,

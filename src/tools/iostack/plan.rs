@@ -11,7 +11,9 @@ use crate::common::block::{
     plan_bio_links, plan_bio_owner, plan_block_hooks, BioLinks, LaterAddress, RequestBits,
     StampChoice, Stamps,
 };
-use crate::common::kernel::hooks::{tracepoint_flavor, twin};
+use crate::common::kernel::hooks::{
+    plan_function, tracepoint_flavor, twin, FunctionHook, FunctionPrograms,
+};
 use crate::common::kernel::plan::AttachPlan;
 use crate::common::kernel::prober::Prober;
 use crate::common::kernel::syscalls::{plan_syscall_hooks, Attach};
@@ -45,6 +47,13 @@ pub struct IostackPlan {
     /// io_uring requests: how the tracepoints pass their arguments here, and which opcodes
     /// each operation claims.
     pub uring: UringPlan,
+    /// Native AIO's iocbs, where function hooks work.
+    pub aio: AioPlan,
+    /// The end_io functions whose direct-I/O bios lead to their kiocb (DIO_END_IO), read from
+    /// kallsyms beside the verifier's work: an io_uring request's or an iocb's block I/O.
+    pub dio_end_io: Vec<LaterAddress>,
+    /// The interfaces whose requests are not followed here, and why: a line of the report.
+    pub unfollowed: Vec<(&'static str, String)>,
 }
 
 /// `enum uring_abi` of src/bpf/iostack.h.
@@ -66,10 +75,28 @@ pub struct UringPlan {
     pub ops: [u8; 64],
     /// REQ_F_CQE_SKIP (5.17+): requests that post no completion entry on success.
     pub cqe_skip: u64,
-    /// The end_io functions whose direct-I/O bios lead to their kiocb (DIO_END_IO), read from
-    /// kallsyms beside the verifier's work.
-    pub dio_end_io: Vec<LaterAddress>,
 }
+
+/// What the native AIO programs need to know.
+#[derive(Clone, Debug, Default)]
+pub struct AioPlan {
+    /// Its hooks are planned: setup and completion.
+    pub followed: bool,
+    /// An IOCB_CMD_*'s operation slot (1 + the index of the operation; 0: not traced).
+    pub ops: [u8; 16],
+    /// aio_complete_rw and aio_fsync_work, from kallsyms: where a read's or write's kiocb and
+    /// a sync's work go at their end (an iocb whose setup was not seen is a loss if it is one).
+    pub rw_done: LaterAddress,
+    pub sync_work: LaterAddress,
+}
+
+/// The iocb commands of each operation (IOCB_CMD_*: uapi linux/aio_abi.h, whose numbers do not
+/// change).
+pub const AIO_COMMANDS: [(&str, &[(&str, u8)]); 3] = [
+    ("read", &[("PREAD", 0), ("PREADV", 7)]),
+    ("write", &[("PWRITE", 1), ("PWRITEV", 8)]),
+    ("sync", &[("FSYNC", 2), ("FDSYNC", 3)]),
+];
 
 /// Direct I/O's end_io functions whose bios lead to the kiocb they were made for, in the order
 /// of src/bpf/iostack.bpf.c's dio_end_io_*: iomap's (ext4, xfs, btrfs), the block device's, and
@@ -175,7 +202,14 @@ pub fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
         }
     }
 
-    let uring = plan_uring(prober, &mut plan, opts, flavor, &why);
+    let mut unfollowed = Vec::new();
+    let uring = plan_uring(prober, &mut plan, opts, flavor, &why, &mut unfollowed);
+    let aio = plan_aio(prober, &mut plan, opts, &mut unfollowed);
+    let dio_end_io = plan_request_io(
+        prober,
+        &mut plan,
+        uring.abi != UringAbi::None || aio.followed,
+    );
 
     let mut slots = Vec::new();
     let mut missing = Vec::new();
@@ -203,6 +237,9 @@ pub fn plan(prober: &Prober, opts: &IostackOptions) -> Result<IostackPlan> {
         req_op_write: bit("REQ_OP_WRITE", 1),
         req_op_discard: bit("REQ_OP_DISCARD", 3),
         uring,
+        aio,
+        dio_end_io,
+        unfollowed,
     })
 }
 
@@ -215,12 +252,12 @@ fn plan_uring(
     opts: &IostackOptions,
     flavor: crate::common::kernel::plan::Flavor,
     why: &str,
+    unfollowed: &mut Vec<(&'static str, String)>,
 ) -> UringPlan {
     let mut uring = UringPlan {
         abi: UringAbi::None,
         ops: [0; 64],
         cqe_skip: 0,
-        dio_end_io: Vec::new(),
     };
     let submit_req = prober.tracepoint_arity("io_uring_submit_req");
     let submit_sqe = prober.tracepoint_arity("io_uring_submit_sqe");
@@ -232,17 +269,18 @@ fn plan_uring(
         (None, Some(2), Some(2), Some(7)) => (UringAbi::V6_1, "io_uring_submit_sqe"),
         (None, Some(7), Some(5), Some(4)) => (UringAbi::V5_15, "io_uring_submit_sqe"),
         (None, None, _, None) => {
+            let why = "no io_uring tracepoints in this kernel's BTF".to_string();
             plan.decide(
                 "io_uring",
-                "no io_uring tracepoints in this kernel's BTF: io_uring requests are not followed",
+                format!("{why}: io_uring requests are not followed"),
             );
+            unfollowed.push(("io_uring", why));
             return uring;
         }
         other => {
-            plan.decide(
-                "io_uring",
-                format!("io_uring's tracepoints take arguments iostack does not know here (submit_req, submit_sqe, queue_async_work, complete: {other:?}): requests are not followed"),
-            );
+            let why = format!("io_uring's tracepoints take arguments iostack does not know here (submit_req, submit_sqe, queue_async_work, complete: {other:?})");
+            plan.decide("io_uring", format!("{why}: requests are not followed"));
+            unfollowed.push(("io_uring", why));
             return uring;
         }
     };
@@ -301,25 +339,6 @@ fn plan_uring(
         "io_uring",
         format!("requests followed from the SQE consumed to the CQE posted, as their calls' operations: {}; {layout}; a request that asks for no completion entry (IOSQE_CQE_SKIP_SUCCESS) is not followed", claimed.join(", ")),
     );
-    let dio: Vec<&str> = DIO_END_IO
-        .iter()
-        .copied()
-        .filter(|f| prober.has_function(f))
-        .collect();
-    uring.dio_end_io = DIO_END_IO
-        .iter()
-        .map(|f| match dio.contains(f) {
-            true => LaterAddress::new(prober.symbol_address_later(f)),
-            false => LaterAddress::default(),
-        })
-        .collect();
-    plan.decide(
-        "io_uring-io",
-        match dio.is_empty() {
-            true => "none of the direct-I/O completion functions is here: a request's block I/O is not linked to it".to_string(),
-            false => format!("a direct-I/O bio leads to its request, with no map: its end_io ({}, addresses from kallsyms) says where its kiocb is, and the kiocb is the request's start; the block request's completion counts it, its device time and its end for the request", dio.join(", ")),
-        },
-    );
     plan.add(
         "uring-submit",
         submit_prog,
@@ -342,6 +361,132 @@ fn plan_uring(
         format!("the CQE posted: the request ends; {why}"),
     );
     uring
+}
+
+/// The block I/O of requests (io_uring's, AIO's): a direct-I/O bio leads to its kiocb through
+/// its end_io, whose addresses are read from kallsyms beside the verifier's work.
+fn plan_request_io(prober: &Prober, plan: &mut AttachPlan, followed: bool) -> Vec<LaterAddress> {
+    if !followed {
+        return Vec::new();
+    }
+    let dio: Vec<&str> = DIO_END_IO
+        .iter()
+        .copied()
+        .filter(|f| prober.has_function(f))
+        .collect();
+    plan.decide(
+        "request-io",
+        match dio.is_empty() {
+            true => "none of the direct-I/O completion functions is here: a request's block I/O is not linked to it".to_string(),
+            false => format!("a direct-I/O bio leads to its request, with no map: its end_io ({}, addresses from kallsyms) says where its kiocb is, and the kiocb is the request's start (an io_uring request's, an iocb's); the block request's completion counts it, its device time and its end for the request", dio.join(", ")),
+        },
+    );
+    DIO_END_IO
+        .iter()
+        .map(|f| match dio.contains(f) {
+            true => LaterAddress::new(prober.symbol_address_later(f)),
+            false => LaterAddress::default(),
+        })
+        .collect()
+}
+
+/// Native AIO's iocbs, from their setup in io_submit to their completion event. fs/aio.c has
+/// no tracepoints: its functions are hooked where fentry or kprobes work (aio_prep_rw for a
+/// read or write, aio_fsync for a sync, aio_complete for the event), all three or none (a
+/// setup whose end is never seen would stay in the map of requests in flight).
+fn plan_aio(
+    prober: &Prober,
+    plan: &mut AttachPlan,
+    opts: &IostackOptions,
+    unfollowed: &mut Vec<(&'static str, String)>,
+) -> AioPlan {
+    let mut aio = AioPlan::default();
+    let mut claimed = Vec::new();
+    for (slot, op) in opts.ops.iter().enumerate() {
+        let Some((_, cmds)) = AIO_COMMANDS.iter().find(|(label, _)| *label == op.label) else {
+            continue;
+        };
+        for (name, cmd) in *cmds {
+            aio.ops[usize::from(*cmd)] = slot as u8 + 1;
+            claimed.push(format!("{} {name}", op.label));
+        }
+    }
+    if claimed.is_empty() {
+        plan.decide(
+            "aio",
+            "none of the traced operations is an AIO command: native AIO is not followed",
+        );
+        return aio;
+    }
+    let hooks = [
+        (
+            "aio-setup",
+            "aio_prep_rw",
+            "aio_rw_setup_fentry",
+            "aio_rw_setup_kprobe",
+        ),
+        (
+            "aio-setup",
+            "aio_fsync",
+            "aio_sync_setup_fentry",
+            "aio_sync_setup_kprobe",
+        ),
+        (
+            "aio-complete",
+            "aio_complete",
+            "aio_done_fentry",
+            "aio_done_kprobe",
+        ),
+    ];
+    let mut planned = AttachPlan::new(plan.tool);
+    for (role, function, fentry, kprobe) in hooks {
+        let hook = FunctionHook {
+            entry_role: role,
+            exit_role: role,
+            function,
+            module: None,
+            programs: FunctionPrograms {
+                fentry,
+                kprobe,
+                exit: None,
+            },
+        };
+        if let Err(e) = plan_function(prober, &mut planned, &hook) {
+            let why = format!(
+                "fs/aio.c has no tracepoints, and its functions cannot be hooked here ({e})"
+            );
+            plan.decide(
+                "aio",
+                format!("native AIO (io_submit) is not followed: {why}"),
+            );
+            unfollowed.push(("aio", why));
+            return aio;
+        }
+    }
+    for p in planned.programs {
+        let why = format!(
+            "{}: {}",
+            match p.target.as_str() {
+                "aio_prep_rw" => "a read or write iocb is set up in io_submit: the request starts",
+                "aio_fsync" =>
+                    "an fsync or fdatasync iocb is set up (a worker runs it): the request starts",
+                _ => "its completion event is written to the ring: the request ends",
+            },
+            p.why
+        );
+        plan.add(&p.role, p.program, p.flavor, &p.target, why);
+    }
+    plan.decide(
+        "aio",
+        format!(
+            "native AIO's iocbs followed from their setup in io_submit to their completion event, as their calls' operations: {}; every submitter's (its completion runs where its I/O ends, not in the submitter)",
+            claimed.join(", ")
+        ),
+    );
+    aio.followed = true;
+    aio.rw_done = LaterAddress::new(prober.symbol_address_later("aio_complete_rw"));
+    aio.sync_work = LaterAddress::new(prober.symbol_address_later("aio_fsync_work"));
+    aio
 }
 
 /// The validator (tests): the same parts from every context switch and wakeup of the machine.

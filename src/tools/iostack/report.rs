@@ -75,19 +75,19 @@ pub struct CgroupRow {
     pub latency: LatencyHistogram,
 }
 
-/// One operation's io_uring requests that posted their completion entry in the interval.
+/// One operation's requests of one interface that posted their completion in the interval.
 pub struct RequestReport {
     pub op: String,
-    /// How the requests reached the kernel: `io_uring`.
+    /// How the requests reached the kernel: `io_uring`, or `aio` (native AIO's io_submit).
     pub interface: &'static str,
     pub requests: u64,
-    /// Of them, those handed to an io-wq worker.
+    /// Of them, those handed to an io-wq worker (io_uring).
     pub punted: u64,
     pub max_ns: u64,
     /// Block requests made for them (their direct I/O).
     pub ios: u64,
     pub split: RequestSplit,
-    /// From the SQE consumed to the CQE posted.
+    /// From the SQE consumed to the CQE posted; from an iocb's setup to its event.
     pub latency: LatencyHistogram,
 }
 
@@ -102,7 +102,8 @@ pub struct RequestSplit {
     pub device_ns: u64,
     /// From its first block request's issue to its last one's end, none of them on the device.
     pub between_io_ns: u64,
-    /// From its last block request's end to its completion entry (the completion's task work).
+    /// From its last block request's end to its completion posted (io_uring: the completion's
+    /// task work).
     pub after_io_ns: u64,
     /// Requests with no block request of their own (a cached read, a buffered write, and for
     /// now a buffered read's readahead): their whole time.
@@ -152,10 +153,12 @@ pub struct IostackReport {
     pub time: String,
     pub unit: Unit,
     pub ops: Vec<OpReport>,
-    /// io_uring requests, per operation.
+    /// Requests (io_uring's, native AIO's), per interface and operation.
     pub requests: Vec<RequestReport>,
     pub request_losses: RequestLosses,
     pub missing: Vec<MissingLayer>,
+    /// The interfaces whose requests this kernel does not let us follow, and why.
+    pub unfollowed: Vec<(&'static str, String)>,
     /// Requests that ended on the traced disks that no traced call waited for, by kind.
     pub unwaited: [u64; 6],
     /// `-P`: the processes with the most time in calls, theirs first, up to ten.
@@ -254,17 +257,23 @@ impl IostackReport {
                 s.push_str(&format!("note: {}\n", loss.describe(*n, CALLS)));
             }
         }
+        for (interface, why) in &self.unfollowed {
+            s.push_str(&format!(
+                "note: {} requests not followed on this kernel: {why}\n",
+                interface_name(interface)
+            ));
+        }
         let l = self.request_losses;
         if l.no_start > 0 {
             s.push_str(&format!(
-                "note: {} io_uring request{} in flight when tracing began, not timed\n",
+                "note: {} request{} in flight when tracing began, not timed\n",
                 l.no_start,
                 if l.no_start == 1 { "" } else { "s" }
             ));
         }
         if l.start_full > 0 {
             s.push_str(&format!(
-                "note: {} io_uring request{} not followed: no room to keep {} in flight\n",
+                "note: {} request{} not followed: no room to keep {} in flight\n",
                 l.start_full,
                 if l.start_full == 1 { "" } else { "s" },
                 if l.start_full == 1 { "it" } else { "them" }
@@ -340,6 +349,12 @@ impl IostackReport {
                 row
             })
             .collect();
+        v["requests_not_followed"] = self
+            .unfollowed
+            .iter()
+            .map(|(i, why)| (i.to_string(), json!(why)))
+            .collect::<Map<_, _>>()
+            .into();
         v["request_drops"] = json!({
             "no_start": self.request_losses.no_start,
             "start_full": self.request_losses.start_full,
@@ -409,20 +424,31 @@ impl Render for IostackReport {
     }
 }
 
-/// One operation's requests: how many, their time from submission to completion entry, and
-/// its latency as a layer row.
+/// How a report names an interface in its notes.
+fn interface_name(interface: &str) -> &str {
+    match interface {
+        "aio" => "native AIO (io_submit)",
+        other => other,
+    }
+}
+
+/// One operation's requests: how many, their time from submission to completion (io_uring's
+/// entry, an iocb's event), and its latency as a layer row.
 fn requests_text(r: &RequestReport, unit: Unit) -> String {
     let u = unit.ns() as f64;
     let short = unit.short_name();
     let m = r.latency.summary();
+    let path = match r.interface {
+        "io_uring" => format!("completion entry, {} handed to an io-wq worker", r.punted),
+        _ => "completion event".to_string(),
+    };
     format!(
-        "\n{} via {}: {} request{}, {} {short} from submission to completion entry, {} handed to an io-wq worker, {} block I/O{} made for them\n  of their time: {}\n  {:<12} {:>8} {:>12} {:>12} {:>12} {:>14}\n  {:<12} {:>8} {:>12} {:>12} {:>12} {:>14}\n",
+        "\n{} via {}: {} request{}, {} {short} from submission to {path}, {} block I/O{} made for them\n  of their time: {}\n  {:<12} {:>8} {:>12} {:>12} {:>12} {:>14}\n  {:<12} {:>8} {:>12} {:>12} {:>12} {:>14}\n",
         r.op,
         r.interface,
         r.requests,
         if r.requests == 1 { "" } else { "s" },
         fmt_value(m.sum_ns as f64 / u),
-        r.punted,
         r.ios,
         if r.ios == 1 { "" } else { "s" },
         r.split

@@ -765,6 +765,16 @@ op_field() {
     END { if (k != "") print v["0.ops." k "." path] }' "$IOSTACK_WORK/$1.flat"
 }
 
+# req_field NAME INTERFACE OP PATH: PATH (e.g. device_ns, latency.sum_ns) of the requests of
+# INTERFACE (io_uring, aio) and operation OP in NAME's first report; empty if there are none.
+req_field() {
+  "${IOSTACK_HELPERS:-/iostack/helpers}/json_flat" "$(out_of "$1")" | awk -v i="\"$2\"" -v op="\"$3\"" -v path="$4" '
+    $1 ~ /^0\.requests\.[0-9]+\.interface$/ { split($1, p, "."); iface[p[3]] = $2 }
+    $1 ~ /^0\.requests\.[0-9]+\.op$/ { split($1, p, "."); ops[p[3]] = $2 }
+    { v[$1] = $2 }
+    END { for (k in iface) if (iface[k] == i && ops[k] == op) print v["0.requests." k "." path] }'
+}
+
 # parts_add_up NAME: every op's six parts add up to its total, and that total is its syscall
 # layer's sum; prints the ops that do not.
 parts_add_up() {
