@@ -947,13 +947,18 @@ fn the_exporters_page_shows_where_its_cgroups_calls_time_went_live_in_a_browser(
         .collect();
     let share = |parts: &Vec<u64>, p: usize| parts[p] as f64 / parts.iter().sum::<u64>() as f64;
     // The cgroup's run, whatever second each read ended in: a second of throttled reads only
-    // (three seconds of them), nearly all OS queue; a second of free reads only, nearly none.
+    // (three seconds of them), nearly all OS queue; a second of free reads only, mostly not
+    // (as the iostack picture's test has it). Not "nearly none": a free read of the loop device
+    // waits in the OS queue for a third of its time on an idle host, by the switch-by-switch
+    // validator too (iostack -d loopN over timed_reads' free O_DIRECT reads: 27.5% of 55,348
+    // reads, the validator 35.8% of 53,233; this page 21-36% in 12 runs; 2026-11-29), where
+    // the old bound of 10% held only beside CI's load, whose slower device time hid it.
     assert!(
         columns.iter().flatten().any(|parts| share(parts, 2) >= 0.9),
         "no column of the throttled reads' OS queue: {columns:?}"
     );
     assert!(
-        columns.iter().flatten().any(|parts| share(parts, 2) <= 0.1),
+        columns.iter().flatten().any(|parts| share(parts, 2) < 0.5),
         "no column of free reads: {columns:?}"
     );
     let (width, height) = svg_size(svg);
