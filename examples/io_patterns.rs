@@ -2,7 +2,7 @@
 //! there is on the disk, with the kernel's own account of each thread beside them: the ground
 //! truth iostack's breakdown is held against (tests/truth.rs, the kernel matrix).
 //!
-//! `io_patterns PATTERN PATH N [--cgroup DIR] [--threads T]`
+//! `io_patterns PATTERN PATH N [--cgroup DIR] [--threads T] [--depth D]`
 //!
 //! - `dsync`: N 4 KiB pwrite() of a preallocated file opened O_DSYNC (a write and the cache flush
 //!   the kernel sends for it: MySQL's and PostgreSQL's `wal_sync_method = open_datasync`).
@@ -21,6 +21,12 @@
 //! - `aio-unaligned`: N times an aligned 4 KiB O_DIRECT write submitted with io_submit(), then a
 //!   512-byte O_DIRECT pwrite() inside another block: the filesystem waits for the write in
 //!   flight (inode_dio_wait, a sleep the kernel does not call an I/O wait) before it goes on.
+//! - `aio-reads`: N O_DIRECT 4 KiB reads of blocks 0, 1, 2... of PATH (a disk) through native
+//!   AIO, as a storage engine makes them: one iocb a submission, `--depth D` in flight (default
+//!   4), reaped with io_getevents. Its `read` figures are the requests and their time by its own
+//!   clock, from before the io_submit of each to the return of the io_getevents that reaped it
+//!   (fio's libaio engine's completion latency, as it takes it); a request is no thread's time
+//!   off a CPU, so `read_off_ns` is 0.
 //!
 //! Files are made (and preallocated where the pattern overwrites) and flushed before anything
 //! is measured. With `--cgroup DIR` the process then moves into that cgroup (e.g. one whose blkio
@@ -382,6 +388,12 @@ impl Calls {
         }
     }
 
+    /// One asynchronous request of `op` that took `ns` by the thread's clock.
+    fn request(&mut self, op: usize, ns: u64) {
+        self.ns[op] += ns;
+        self.n[op] += 1;
+    }
+
     /// Times one call of `op` and checks its result. The thread's clocks are read outside its
     /// own: what they count beyond the call is the clock reads themselves (well under a
     /// microsecond), taken from the time off a CPU.
@@ -407,6 +419,7 @@ fn pattern(
     path: &str,
     n: usize,
     threads: usize,
+    depth: usize,
 ) -> (usize, Arc<dyn Fn() -> Work + Send + Sync>) {
     let path = path.to_string();
     let one = |w: Arc<dyn Fn() -> Work + Send + Sync>| (1, w);
@@ -523,8 +536,12 @@ fn pattern(
                 Box::new(move |_, calls: &mut Calls| aio_unaligned(&path, n, calls))
             }))
         }
+        "aio-reads" => one(Arc::new(move || {
+            let path = path.clone();
+            Box::new(move |_, calls: &mut Calls| aio_reads(&path, n, depth, calls))
+        })),
         other => die(format!(
-            "unknown pattern {other} (dsync, direct-dsync, overwrite-fdatasync, overwrite-fsync, append-fsync, seqread, appenders, aio-unaligned)"
+            "unknown pattern {other} (dsync, direct-dsync, overwrite-fdatasync, overwrite-fsync, append-fsync, seqread, appenders, aio-unaligned, aio-reads)"
         )),
     }
 }
@@ -556,7 +573,66 @@ struct IoEvent {
     res2: i64,
 }
 
+const IOCB_CMD_PREAD: u16 = 0;
 const IOCB_CMD_PWRITE: u16 = 1;
+
+/// A native AIO context (io_setup), destroyed on drop. No maintained crate wraps Linux's AIO
+/// syscalls: libc has their numbers, and the two structures are a fixed ABI.
+struct Aio(u64);
+
+impl Aio {
+    fn setup(depth: usize) -> Aio {
+        let mut ctx: u64 = 0;
+        // SAFETY: io_setup writes the context id into ctx.
+        check("io_setup", unsafe {
+            libc::syscall(
+                libc::SYS_io_setup,
+                depth as libc::c_long,
+                &mut ctx as *mut u64,
+            )
+        } as isize);
+        Aio(ctx)
+    }
+
+    /// Submits one iocb, which (and whose buffer) must live until its event is reaped.
+    fn submit(&self, cb: &mut Iocb) {
+        let mut list = [cb as *mut Iocb];
+        // SAFETY: one valid iocb, alive until its event is reaped (the caller's promise).
+        let took = check("io_submit", unsafe {
+            libc::syscall(
+                libc::SYS_io_submit,
+                self.0,
+                1 as libc::c_long,
+                list.as_mut_ptr(),
+            )
+        } as isize);
+        if took != 1 {
+            die(format!("io_submit took {took} iocbs of 1"));
+        }
+    }
+
+    /// Waits for at least one event; returns how many it wrote into `events`.
+    fn reap(&self, events: &mut [IoEvent]) -> usize {
+        // SAFETY: room for events.len() events; no timeout.
+        check("io_getevents", unsafe {
+            libc::syscall(
+                libc::SYS_io_getevents,
+                self.0,
+                1 as libc::c_long,
+                events.len() as libc::c_long,
+                events.as_mut_ptr(),
+                std::ptr::null::<libc::timespec>(),
+            )
+        } as isize) as usize
+    }
+}
+
+impl Drop for Aio {
+    fn drop(&mut self) {
+        // SAFETY: our context; nothing of ours is in flight when it goes.
+        unsafe { libc::syscall(libc::SYS_io_destroy, self.0) };
+    }
+}
 
 /// N times: an aligned write in flight (io_submit), then an unaligned one (pwrite) in the
 /// other block of the pair, which waits for it inside the filesystem; then the first's event.
@@ -564,12 +640,7 @@ fn aio_unaligned(path: &str, n: usize, calls: &mut Calls) {
     let fd = open(path, libc::O_WRONLY | libc::O_DIRECT);
     let aligned = Aligned::new(BLOCK, 0x11);
     let small = Aligned::new(512, 0x22);
-    let mut ctx: u64 = 0;
-    // SAFETY: io_setup writes the context id into ctx.
-    check(
-        "io_setup",
-        unsafe { libc::syscall(libc::SYS_io_setup, 1, &mut ctx as *mut u64) } as isize,
-    );
+    let aio = Aio::setup(1);
     for i in 0..n {
         let mut cb = Iocb {
             lio_opcode: IOCB_CMD_PWRITE,
@@ -579,12 +650,7 @@ fn aio_unaligned(path: &str, n: usize, calls: &mut Calls) {
             offset: (2 * i * BLOCK) as i64,
             ..Default::default()
         };
-        let mut list = [&mut cb as *mut Iocb];
-        // SAFETY: one iocb that outlives its completion (reaped below).
-        check(
-            "io_submit",
-            unsafe { libc::syscall(libc::SYS_io_submit, ctx, 1, list.as_mut_ptr()) } as isize,
-        );
+        aio.submit(&mut cb);
         // 512 bytes into the next block: not aligned to the filesystem's block.
         // SAFETY: small holds 512 bytes, aligned.
         calls.time(WRITE, "unaligned pwrite", || unsafe {
@@ -596,31 +662,66 @@ fn aio_unaligned(path: &str, n: usize, calls: &mut Calls) {
             )
         });
         let mut ev = [IoEvent::default()];
-        // SAFETY: room for one event; waits for it.
-        check("io_getevents", unsafe {
-            libc::syscall(
-                libc::SYS_io_getevents,
-                ctx,
-                1,
-                1,
-                ev.as_mut_ptr(),
-                std::ptr::null::<libc::timespec>(),
-            )
-        } as isize);
+        aio.reap(&mut ev);
         if ev[0].res != BLOCK as i64 {
             die(format!("the aio write ended with {}", ev[0].res));
         }
     }
-    unsafe {
-        libc::syscall(libc::SYS_io_destroy, ctx);
-        libc::close(fd);
+    drop(aio);
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+}
+
+/// N reads of blocks 0, 1, 2... of `path`, `depth` in flight, each timed from before its
+/// io_submit to the return of the io_getevents that reaped it.
+fn aio_reads(path: &str, n: usize, depth: usize, calls: &mut Calls) {
+    let fd = open(path, libc::O_RDONLY | libc::O_DIRECT);
+    let bufs = Aligned::new(BLOCK * depth, 0);
+    let aio = Aio::setup(depth);
+    // One iocb per slot, its address stable until its event names it back.
+    let mut iocbs: Vec<Iocb> = (0..depth).map(|_| Iocb::default()).collect();
+    let mut started = vec![0u64; depth];
+    let mut free: Vec<usize> = (0..depth).rev().collect();
+    let mut events = vec![IoEvent::default(); depth];
+    let (mut next, mut done) = (0, 0);
+    while done < n {
+        while next < n {
+            let Some(slot) = free.pop() else { break };
+            iocbs[slot] = Iocb {
+                data: slot as u64,
+                lio_opcode: IOCB_CMD_PREAD,
+                fildes: fd as u32,
+                // SAFETY: slot < depth: inside the allocation.
+                buf: unsafe { bufs.ptr.add(slot * BLOCK) } as u64,
+                nbytes: BLOCK as u64,
+                offset: (next * BLOCK) as i64,
+                ..Default::default()
+            };
+            started[slot] = monotonic_ns();
+            aio.submit(&mut iocbs[slot]);
+            next += 1;
+        }
+        let got = aio.reap(&mut events);
+        let now = monotonic_ns();
+        for e in &events[..got] {
+            if e.res != BLOCK as i64 {
+                die(format!("an aio read ended with {}", e.res));
+            }
+            let slot = e.data as usize;
+            calls.request(READ, now - started[slot]);
+            free.push(slot);
+            done += 1;
+        }
     }
+    drop(aio);
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        die("usage: io_patterns PATTERN PATH N [--cgroup DIR] [--threads T]".into());
+        die("usage: io_patterns PATTERN PATH N [--cgroup DIR] [--threads T] [--depth D]".into());
     }
     let (name, path) = (args[1].clone(), args[2].clone());
     let n: usize = args[3]
@@ -628,6 +729,7 @@ fn main() {
         .unwrap_or_else(|_| die(format!("bad N {}", args[3])));
     let mut cgroup = None;
     let mut threads = 8;
+    let mut depth = 4;
     let mut rest = args[4..].iter();
     while let Some(a) = rest.next() {
         match a.as_str() {
@@ -638,10 +740,17 @@ fn main() {
                     .and_then(|v| v.parse().ok())
                     .unwrap_or_else(|| die("--threads needs a number".into()))
             }
+            "--depth" => {
+                depth = rest
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&d| d > 0)
+                    .unwrap_or_else(|| die("--depth needs a number above 0".into()))
+            }
             other => die(format!("unknown argument {other}")),
         }
     }
-    let (count, work) = pattern(&name, &path, n, threads);
+    let (count, work) = pattern(&name, &path, n, threads, depth);
     let warm_up = Arc::new(WarmUp::beside(&path));
     if let Some(dir) = cgroup {
         std::fs::write(

@@ -409,16 +409,19 @@ fi
 # --- native AIO: each iocb from its setup in io_submit to its completion event ----------------
 
 # fs/aio.c has no tracepoints: its functions are hooked where fentry or kprobes work (the VMs),
-# and the host says it does not follow them. aio_reads (examples/) makes 20 O_DIRECT reads of
+# and the host says it does not follow them. io_patterns' aio-reads makes 20 O_DIRECT reads of
 # the delayed disk through io_submit, 4 in flight, each timed by its own clock from before its
 # io_submit to the io_getevents that reaped it. null_blk completes each 50.33 ms after it is
 # queued: the requests' time is their time on the device, which the disk counts itself.
 if grep -q "native AIO's iocbs followed" "$ex"; then
   na aio-unfollowed "native AIO is followed here (aio-reads)"
   if delayed_disk aio-reads; then
-    if tool_start aio -j -d "$delayed"; then
+    start_logged "$IOSTACK_WORK/aio.wl" "$helpers/io_patterns" aio-reads "/dev/$delayed" 20 --depth 4
+    aio_w=$started
+    if wait_for_line 60 '^ready' "$IOSTACK_WORK/aio.wl" && tool_start aio -j -d "$delayed"; then
       ms0=$(disk_read_ms "$delayed")
-      "$helpers/aio_reads" "/dev/$delayed" 20 4 >"$IOSTACK_WORK/aio.wl" 2>&1
+      kill -USR1 "$aio_w"
+      wait "$aio_w"
       ran=$?
       ms=$(($(disk_read_ms "$delayed") - ms0))
       tool_stop aio
@@ -430,7 +433,7 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
       for k in to_device_ns device_ns between_io_ns after_io_ns no_io_ns; do
         parts=$((parts + $(req_field aio aio read "$k" | grep . || echo 0)))
       done
-      own=$(awk '$1 == "aio_reads" { print $4 }' "$IOSTACK_WORK/aio.wl")
+      own=$(awk '$1 == "thread" && $3 == "read" && $4 == 20 { print $5 }' "$IOSTACK_WORK/aio.wl")
       detail="20 reads, 4 in flight: ${reqs:-no} requests, ${ios:-no} block I/Os, ${sum:-0} ns (by their own clock ${own:-none} ns), its parts ${parts} ns, on the device ${dev:-0} ns, by the disk's own account ${ms} ms"
       log "aio-reads: $detail; $(cat "$IOSTACK_WORK/aio.wl")"
       # The requests' time lies inside the helper's clock (io_submit's entry to the setup, the
@@ -446,7 +449,8 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
         fail aio-reads "$detail: $(brief aio)"
       fi
     else
-      fail aio-reads "$(brief aio)"
+      kill -KILL "$aio_w" 2>/dev/null
+      fail aio-reads "$(brief aio); io_patterns: $(head -c 300 "$IOSTACK_WORK/aio.wl")"
     fi
   fi
 else
