@@ -265,6 +265,119 @@ fn an_io_uring_reads_time_on_a_slow_disk_is_its_time_on_the_device() {
     }
 }
 
+/// `--slow` with fio's io_uring reads of a disk whose reads blk-throttle holds (40 a second, depth
+/// 1: every read but the first waits about 25 ms): each request that slow is a journey of its
+/// own, and the journeys are exactly the reads fio's own per-I/O log (write_lat_log with
+/// log_offset: each read's completion latency and offset) shows that slow, matched by offset to
+/// their block I/O's sector, each one's time fio's for that read within its way in and out.
+#[test]
+fn each_slow_io_uring_read_is_a_journey_of_the_read_fio_logged() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    let throttle = Throttle::reads(&dev.name, 40);
+    let log = std::env::temp_dir().join(format!("iostack-fio-lat-{}", std::process::id()));
+    let prefix = log.display().to_string();
+    let ios = 20;
+    let slow_ms = 5;
+    let tool = Running::start(
+        "iostack",
+        &[
+            "-c",
+            "fio",
+            "-d",
+            &dev.name,
+            "--slow",
+            &slow_ms.to_string(),
+            "-j",
+        ],
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ >{}/cgroup.procs && exec fio --name=reads --filename={} --direct=1 --rw=randread --bs=4k --ioengine=io_uring --iodepth=1 --size=32M --number_ios={ios} --write_lat_log={prefix} --log_offset=1 --output-format=json",
+            throttle.path(),
+            dev.path
+        ))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run fio (install-deps installs it)");
+    assert!(out.status.success(), "fio failed");
+    let (code, stdout, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+    // fio's completion latency per read (ns), by its offset: `msec, value, dir, bs, offset, ...`.
+    let clat_log = format!("{prefix}_clat.1.log");
+    let fio_clat: std::collections::BTreeMap<u64, u64> = std::fs::read_to_string(&clat_log)
+        .unwrap_or_else(|e| panic!("{clat_log}: {e}"))
+        .lines()
+        .map(|l| {
+            let f: Vec<u64> = l.split(',').map(|v| v.trim().parse().unwrap()).collect();
+            (f[4], f[1])
+        })
+        .collect();
+    for suffix in ["clat", "lat", "slat"] {
+        let _ = std::fs::remove_file(format!("{prefix}_{suffix}.1.log"));
+    }
+    assert_eq!(fio_clat.len() as u64, ios, "one line a read: {fio_clat:?}");
+    let lines = json_lines(&stdout);
+    let (summary, events) = lines.split_last().expect("a summary");
+    let journeys: Vec<&Value> = events.iter().filter(|e| e.get("lost").is_none()).collect();
+    assert_eq!(summary["summary"]["events"], journeys.len(), "{stdout}");
+    let mut ours = std::collections::BTreeMap::new();
+    for j in &journeys {
+        assert_eq!(j["interface"], "io_uring", "{j}");
+        assert_eq!(j["op"], "read", "{j}");
+        assert!(
+            j["opcode"] == "IORING_OP_READ" || j["opcode"] == "IORING_OP_READV",
+            "fio's io_uring engine reads with READ (or READV): {j}"
+        );
+        assert_eq!(j["comm"], "fio", "{j}");
+        assert_eq!(j["file"], dev.name, "{j}");
+        assert_eq!(j["res"], 4096, "{j}");
+        assert_ne!(j["user_data"], 0, "fio's user_data is its io_u: {j}");
+        let lat = j["lat_ns"].as_u64().unwrap();
+        let parts: u64 = j["parts"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(parts, lat, "its parts add up to it: {j}");
+        assert_eq!(j["ios"], 1, "one block I/O, its own: {j}");
+        let io = &j["io"][0];
+        assert_eq!(io["disk"], dev.name, "{j}");
+        assert_eq!(io["bytes"], 4096, "{j}");
+        assert_eq!(io["how"], "own", "{j}");
+        let offset = io["sector"].as_u64().unwrap() * 512;
+        assert!(
+            ours.insert(offset, lat).is_none(),
+            "one journey a read: {stdout}"
+        );
+    }
+    let fio_slow: std::collections::BTreeMap<u64, u64> = fio_clat
+        .iter()
+        .filter(|(_, &ns)| ns >= slow_ms * 1_000_000)
+        .map(|(&o, &ns)| (o, ns))
+        .collect();
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        fio_slow.keys().collect::<Vec<_>>(),
+        "the journeys are the reads fio logged as slower than {slow_ms} ms (by offset): ours {ours:?}, fio's {fio_clat:?}"
+    );
+    // fio's clock starts after io_uring_enter returns (ours at the SQE consumed, before it)
+    // and stops when it reaps the entry (ours when it is posted): fio's 25-414 us longer a read
+    // on this host (2026-11-29, reads of about 100 ms). Its reap waits for fio to get a CPU:
+    // 3% of the read allowed for that, as the means' check above allows.
+    for (offset, &lat) in &ours {
+        let theirs = fio_slow[offset];
+        eprintln!("offset {offset}: ours {lat} ns, fio's {theirs} ns");
+        assert!(
+            lat <= theirs + 1_000_000 && theirs <= lat + lat * 3 / 100,
+            "the read at {offset}: ours {lat} ns, fio's {theirs} ns"
+        );
+    }
+}
+
 /// A PostgreSQL instance of its own: its data and WAL on one filesystem (whose writes a throttle
 /// can hold), a private port and socket; stopped at once on drop.
 struct Postgres {

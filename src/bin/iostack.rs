@@ -23,8 +23,9 @@ const EXAMPLES: &str = "Examples:
   iostack --fs ext4 -m       only calls on ext4 files, in milliseconds
   iostack -P 1               every second, the 10 processes with the most time in I/O calls
   iostack --per-cgroup 5     every 5 seconds, a row per service or container (cgroup v2) and operation
-  iostack --slow 10          each call slower than 10 ms as it ends: its layers, its time, its I/O
-  iostack --slow 10 -j       the same as one JSON object per call
+  iostack --slow 10          each call slower than 10 ms as it ends: its layers, its time, its I/O;
+                             each io_uring or AIO request as slow as its completion is posted
+  iostack --slow 10 -j       the same as one JSON object per call or request
   iostack --svg io.svg 1     every second, also draw the breakdown and the latency heat map into io.svg
   iostack --explain          which kernel hooks would be used, which layers cannot be, and why";
 
@@ -50,8 +51,9 @@ struct IostackArgs {
     #[command(flatten)]
     per_cgroup: PerCgroupArgs,
 
-    /// Print each call slower than this as it ends, instead of reports: milliseconds (10,
-    /// 0.5) or with a unit (500us, 2s); 0 prints every call
+    /// Print each call slower than this as it ends, and each io_uring or native AIO request
+    /// as its completion is posted, instead of reports: milliseconds (10, 0.5) or with a unit
+    /// (500us, 2s); 0 prints every one
     #[arg(long, value_name = "MS", value_parser = parse_threshold, conflicts_with = "heatmap")]
     slow: Option<u64>,
 

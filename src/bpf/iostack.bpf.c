@@ -45,6 +45,7 @@ const volatile bool switch_has_state = true;
 
 /* Reserved so that the types reach the generated skeleton. */
 struct journey _journey = {};
+struct request_journey _request_journey = {};
 struct layer_key _layer_key = {};
 struct group_key _group_key = {};
 struct cgroup_totals _cgroup_totals = {};
@@ -360,6 +361,40 @@ struct {
 	__type(value, struct hist);
 } uring_hists SEC(".maps");
 
+/* --slow only (user space sizes it; 1 entry otherwise): each request's trail while it is in
+ * flight, for its journey. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct uring_key);
+	__type(value, struct request_trail);
+} request_trails SEC(".maps");
+
+const struct request_trail request_trail_zero = {};
+
+/* --slow: a request's trail from its submission: who submitted it, what it asked for, and
+ * room for its block requests. A submission that finds no room goes without one: its journey
+ * says so (no submitter). */
+static __always_inline void request_trail_begin(struct uring_key *k, __u64 user_data,
+						__u32 opcode)
+{
+	struct request_trail *t;
+	__u64 id;
+
+	if (bpf_map_update_elem(&request_trails, k, &request_trail_zero, BPF_ANY))
+		return;
+	t = bpf_map_lookup_elem(&request_trails, k);
+	if (!t)
+		return;
+	id = current_ids();
+	t->user_data = user_data;
+	t->opcode = opcode;
+	t->pid = id >> 32;
+	t->tid = (__u32)id;
+	t->cgroup = per_cgroup_depth ? cgroup_at_depth(current_cgroup()) : 0;
+	bpf_get_current_comm(t->comm, sizeof(t->comm));
+}
+
 /* Cumulative: [0] completions of followed requests whose submission was not seen (in flight
  * when tracing began; io_uring 6.1+ only: 5.15's completion names no request), [1] submissions
  * the map had no room for. */
@@ -428,6 +463,24 @@ static __always_inline struct uring_req *uring_req_of_kiocb(__u64 kiocb, struct 
 	return bpf_map_lookup_elem(&uring_reqs, k);
 }
 
+/* --slow: the block request ending on this CPU (its description in the CPU's completion mark)
+ * goes on the trail of a request it was made for. */
+static __always_inline void request_trail_add(struct uring_key *k)
+{
+	struct completion_mark *m = this_cpu_mark();
+	struct request_trail *t;
+	__u32 n;
+
+	if (!m)
+		return;
+	t = bpf_map_lookup_elem(&request_trails, k);
+	if (!t || t->nreq >= IOSTACK_REQUEST_JOURNEY_REQS)
+		return;
+	n = t->nreq;
+	t->reqs[n & (IOSTACK_REQUEST_JOURNEY_REQS - 1)] = m->req;
+	t->nreq = n + 1;
+}
+
 /* A block request ends, issued at `issue` (0: unknown): each io_uring request its bios were
  * made for counts it, its device time and its end. True if any did. One function the verifier
  * checks once on its own (as own_request_ended_now). */
@@ -465,6 +518,8 @@ __noinline int uring_request_io_ended(__u64 bio, __u64 issue, __u64 now)
 		if (!r->first_issue || issue < r->first_issue)
 			r->first_issue = issue;
 		runs_add(&r->dev, issue, now);
+		if (want_journeys)
+			request_trail_add(&k);
 	}
 	return any;
 }
@@ -943,6 +998,8 @@ static __always_inline void send_journey(struct call_state *st, struct call_io *
 		return;
 	}
 	id = current_ids();
+	e->kind = JOURNEY_CALL;
+	e->kind_pad = 0;
 	e->ts_ns = st->last;
 	e->lat_ns = total;
 	for (int i = 0; i < PARTS; i++)
@@ -1056,6 +1113,14 @@ static __always_inline __u8 uring_op_of(__u8 opcode)
 	return opcode < IOSTACK_URING_OPCODES ? uring_ops[opcode & (IOSTACK_URING_OPCODES - 1)] : 0;
 }
 
+/* A 6.x request's user_data (its completion entry's). */
+static __always_inline __u64 uring_user_data(struct io_kiocb *req)
+{
+	if (!bpf_core_field_exists(req->cqe))
+		return 0;
+	return BPF_CORE_READ(req, cqe.user_data);
+}
+
 /* io_uring_submit_req(req) (6.4+), io_uring_submit_sqe(req, force_nonblock) (6.1), or 5.15's
  * io_uring_submit_sqe(ctx, req, opcode, user_data, ...): the SQE is consumed, the request about
  * to be issued. */
@@ -1085,8 +1150,12 @@ static __always_inline int uring_submit_args(__u64 *args, bool typed)
 		return 0;
 	r.req = (__u64)req;
 	r.start = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&uring_reqs, &k, &r, BPF_ANY))
+	if (bpf_map_update_elem(&uring_reqs, &k, &r, BPF_ANY)) {
 		__sync_fetch_and_add(&uring_losses[1], 1);
+		return 0;
+	}
+	if (want_journeys)
+		request_trail_begin(&k, uring_abi == URING_5_15 ? k.b : uring_user_data(req), opcode);
 	return 0;
 }
 
@@ -1111,33 +1180,44 @@ static __always_inline int uring_punt_args(__u64 *args, bool typed)
 	return 0;
 }
 
-/* The request's file (the opened one, for an open: its result), for --fs and -d. */
-static __always_inline bool uring_file_passes(struct uring_req *r, __s64 res)
+/* The request's file (the opened one, for an open: its result; NULL if it failed). */
+static __always_inline struct file *request_file(struct uring_req *r, __s64 res)
 {
 	struct io_kiocb *req = (struct io_kiocb *)r->req;
 	struct aio_kiocb *iocb = (struct aio_kiocb *)r->req;
 
-	if (!filter_fs && !disk_devs[0])
-		return true;
 	/* Every kind of iocb starts with its file. */
 	if (r->iface == IFACE_AIO)
-		return file_passes(BPF_CORE_READ(iocb, ki_filp));
+		return BPF_CORE_READ(iocb, ki_filp);
 	if (r->op == open_op)
-		return res >= 0 && file_passes(fd_file(res));
-	return file_passes(BPF_CORE_READ(req, file));
+		return res >= 0 ? fd_file(res) : NULL;
+	return BPF_CORE_READ(req, file);
+}
+
+/* The request's file passes --fs and -d. */
+static __always_inline bool uring_file_passes(struct uring_req *r, __s64 res)
+{
+	struct file *f;
+
+	if (!filter_fs && !disk_devs[0])
+		return true;
+	f = request_file(r, res);
+	return f && file_passes(f);
 }
 
 /* A request's time, [start, now], along its own time line: to its first block request's issue,
  * on the device (the union of its block requests there), between them, after the last one's
  * end; all of it without block I/O where it had none. Each bound is kept inside the ones
  * around it, so the parts add up to now - start exactly. */
-static __always_inline void uring_split(struct uring_totals *t, struct uring_req *r, __u64 now)
+static __always_inline void uring_parts(struct uring_req *r, __u64 now, __u64 *p)
 {
 	__u64 start = r->start < now ? r->start : now, end = r->io_end, first = r->first_issue;
 	__u64 span, dev;
 
+	for (int i = 0; i < REQUEST_PARTS; i++)
+		p[i] = 0;
 	if (!r->ios || !end) {
-		t->no_io_ns += now - start;
+		p[RPART_NO_IO] = now - start;
 		return;
 	}
 	end = end < start ? start : end > now ? now : end;
@@ -1147,25 +1227,75 @@ static __always_inline void uring_split(struct uring_totals *t, struct uring_req
 	dev = dev < span ? dev : span;
 #ifdef IOSTACK_MUTANT_URING_DEVICE_AS_QUEUE
 	/* Mutant: the time on the device taken for time before it. */
-	t->to_device_ns += first - start + dev;
-	t->between_io_ns += span - dev;
+	p[RPART_TO_DEVICE] = first - start + dev;
 #else
-	t->to_device_ns += first - start;
-	t->device_ns += dev;
-	t->between_io_ns += span - dev;
+	p[RPART_TO_DEVICE] = first - start;
+	p[RPART_DEVICE] = dev;
 #endif
-	t->after_io_ns += now - end;
+	p[RPART_BETWEEN_IO] = span - dev;
+	p[RPART_AFTER_IO] = now - end;
 }
 
-/* A followed request's completion is posted now: its interface's totals and latency for its
- * operation. */
-static __always_inline void async_request_ended(struct uring_req *r, __u64 now)
+static __always_inline void uring_split(struct uring_totals *t, struct uring_req *r, __u64 now)
+{
+	__u64 p[REQUEST_PARTS];
+
+	uring_parts(r, now, p);
+	t->to_device_ns += p[RPART_TO_DEVICE];
+	t->device_ns += p[RPART_DEVICE];
+	t->between_io_ns += p[RPART_BETWEEN_IO];
+	t->after_io_ns += p[RPART_AFTER_IO];
+	t->no_io_ns += p[RPART_NO_IO];
+}
+
+/* --slow: a request at least that slow, as its completion is posted: its journey. */
+static __always_inline void send_request_journey(struct uring_req *r, struct uring_key *k,
+						 __u64 lat, __s64 res, __u64 now)
+{
+	struct request_journey *e;
+	struct request_trail *t;
+	struct file *f;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_loss(LOSS_RINGBUF_FULL);
+		return;
+	}
+	e->kind = JOURNEY_REQUEST;
+	e->op = r->op;
+	e->ts_ns = now;
+	e->lat_ns = lat;
+	uring_parts(r, now, e->parts);
+	e->res = res;
+	e->iface = r->iface;
+	e->punted = r->punted;
+	e->ios = r->ios;
+	e->pad = 0;
+	__builtin_memset(e->file, 0, sizeof(e->file));
+	f = request_file(r, res);
+	if (f)
+		dentry_name(e->file, sizeof(e->file), BPF_CORE_READ(f, f_path.dentry));
+	t = bpf_map_lookup_elem(&request_trails, k);
+	if (!t || bpf_probe_read_kernel(&e->trail, sizeof(e->trail), t))
+		bpf_probe_read_kernel(&e->trail, sizeof(e->trail), &request_trail_zero);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* A followed request's completion is posted now (its result `res`): its interface's totals
+ * and latency for its operation, or with --slow its journey if it was that slow. */
+static __always_inline void async_request_ended(struct uring_req *r, struct uring_key *k,
+						__s64 res, __u64 now)
 {
 	struct uring_totals *t;
 	struct hist *h;
 	__u64 lat = now > r->start ? now - r->start : 0;
 	__u32 idx, gen;
 
+	if (want_journeys) {
+		if (lat >= slow_ns)
+			send_request_journey(r, k, lat, res, now);
+		return;
+	}
 	gen = hist_gen & 1;
 	barrier_var(gen);
 	idx = ((r->iface & 1) * 2 + gen) * IOSTACK_OPS + (r->op & (IOSTACK_OPS - 1));
@@ -1217,8 +1347,10 @@ static __always_inline int uring_complete_args(__u64 *args, bool typed)
 		return 0;
 	}
 	if (uring_file_passes(r, res))
-		async_request_ended(r, bpf_ktime_get_ns());
+		async_request_ended(r, &k, res, bpf_ktime_get_ns());
 	bpf_map_delete_elem(&uring_reqs, &k);
+	if (want_journeys)
+		bpf_map_delete_elem(&request_trails, &k);
 	return 0;
 }
 
@@ -1264,8 +1396,12 @@ static __always_inline int aio_setup_entry(void *ctx, enum hook_flavour f)
 	r.iface = IFACE_AIO;
 	r.req = k.a;
 	r.start = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&uring_reqs, &k, &r, BPF_ANY))
+	if (bpf_map_update_elem(&uring_reqs, &k, &r, BPF_ANY)) {
 		__sync_fetch_and_add(&uring_losses[1], 1);
+		return 0;
+	}
+	if (want_journeys && r.op)
+		request_trail_begin(&k, BPF_CORE_READ(iocb, aio_data), cmd);
 	return 0;
 }
 
@@ -1276,6 +1412,7 @@ static __always_inline int aio_complete_entry(void *ctx, enum hook_flavour f)
 	struct uring_key k = {.a = (__u64)iocb};
 	struct uring_req *r = bpf_map_lookup_elem(&uring_reqs, &k);
 	__u64 done, work;
+	__s64 res;
 
 	if (!r) {
 		done = (__u64)BPF_CORE_READ(iocb, rw.ki_complete);
@@ -1284,9 +1421,14 @@ static __always_inline int aio_complete_entry(void *ctx, enum hook_flavour f)
 			__sync_fetch_and_add(&uring_losses[0], 1);
 		return 0;
 	}
-	if (r->op && uring_file_passes(r, 0))
-		async_request_ended(r, bpf_ktime_get_ns());
+	if (r->op) {
+		res = BPF_CORE_READ(iocb, ki_res.res);
+		if (uring_file_passes(r, res))
+			async_request_ended(r, &k, res, bpf_ktime_get_ns());
+	}
 	bpf_map_delete_elem(&uring_reqs, &k);
+	if (want_journeys)
+		bpf_map_delete_elem(&request_trails, &k);
 	return 0;
 }
 

@@ -73,8 +73,16 @@ struct cgroup_totals {
 	struct hist latency;
 };
 
+/* What a --slow record in the ring is: its first field. */
+enum journey_kind {
+	JOURNEY_CALL = 0,
+	JOURNEY_REQUEST = 1,
+};
+
 /* --slow: one call slower than the threshold, as it ends. */
 struct journey {
+	__u32 kind;            /* JOURNEY_CALL */
+	__u32 kind_pad;
 	__u64 ts_ns;
 	__u64 lat_ns;
 	__u64 parts[PARTS];
@@ -139,6 +147,47 @@ struct uring_totals {
 	__u64 after_io_ns;   /* its last block request's end to its completion posted (io_uring:
 			      * the completion's task work) */
 	__u64 no_io_ns;      /* requests with no block request of their own: their whole time */
+};
+
+/* A request's time along its own time line (struct uring_totals' five parts, in order). */
+enum request_part {
+	RPART_TO_DEVICE = 0,
+	RPART_DEVICE = 1,
+	RPART_BETWEEN_IO = 2,
+	RPART_AFTER_IO = 3,
+	RPART_NO_IO = 4,
+	REQUEST_PARTS = 5,
+};
+
+/* Block requests a request's journey lists. */
+#define IOSTACK_REQUEST_JOURNEY_REQS 4
+
+/* --slow: what a request in flight keeps for its journey, from its submission (request_trails). */
+struct request_trail {
+	__u64 user_data;       /* io_uring's user_data; an iocb's aio_data */
+	__u64 cgroup;          /* --per-cgroup: the submitter's cgroup at its depth, else 0 */
+	__u32 pid;             /* its submitter (0: not seen: no room to keep it) */
+	__u32 tid;
+	__u32 nreq;
+	__u32 opcode;          /* the SQE's opcode; the iocb's IOCB_CMD_* */
+	char comm[16];
+	struct req_seen reqs[IOSTACK_REQUEST_JOURNEY_REQS];
+};
+
+/* --slow: one io_uring or AIO request slower than the threshold, as its completion is posted. */
+struct request_journey {
+	__u32 kind;            /* JOURNEY_REQUEST */
+	__u32 op;
+	__u64 ts_ns;
+	__u64 lat_ns;
+	__u64 parts[REQUEST_PARTS];
+	__s64 res;             /* bytes, or -errno */
+	__u32 iface;           /* enum request_iface */
+	__u32 punted;
+	__u32 ios;             /* block requests made for it (trail.reqs holds the first trail.nreq) */
+	__u32 pad;
+	char file[32];
+	struct request_trail trail;
 };
 
 #endif

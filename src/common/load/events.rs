@@ -102,14 +102,30 @@ pub struct EventQueue<T: 'static> {
 }
 
 impl<T: plain::Plain + Default + Copy + 'static> EventQueue<T> {
+    /// Records of one layout.
     pub fn new(map: &dyn MapCore) -> Result<EventQueue<T>> {
+        EventQueue::decoded(map, |data| {
+            let mut record = T::default();
+            // A short record cannot come from our programs (never seen); skip it.
+            plain::copy_from_bytes(&mut record, data)
+                .ok()
+                .map(|()| record)
+        })
+    }
+}
+
+impl<T: 'static> EventQueue<T> {
+    /// Records `decode` makes sense of (a ring carrying several layouts); those it cannot are
+    /// skipped.
+    pub fn decoded(
+        map: &dyn MapCore,
+        decode: impl Fn(&[u8]) -> Option<T> + 'static,
+    ) -> Result<EventQueue<T>> {
         let pending: Rc<RefCell<Vec<T>>> = Rc::default();
         let sink = pending.clone();
         let mut builder = RingBufferBuilder::new();
         builder.add(map, move |data: &[u8]| {
-            let mut record = T::default();
-            // A short record cannot come from our programs (never seen); skip it.
-            if plain::copy_from_bytes(&mut record, data).is_ok() {
+            if let Some(record) = decode(data) {
                 sink.borrow_mut().push(record);
             }
             0

@@ -1,11 +1,14 @@
 //! `--slow`: a call slower than the threshold as its journey through the stack, printed when it
-//! ends: the call, its time per layer, where its time went, and each block I/O it waited for.
+//! ends: the call, its time per layer, where its time went, and each block I/O it waited for;
+//! and an io_uring or AIO request as slow, as its completion is posted: who submitted it, what,
+//! its time along its own time line, and the block I/O made for it.
 
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::common::report::ioevent::ns_to_ms;
 use crate::tools::iostack::breakdown::{Breakdown, PART_NAMES};
+use crate::tools::iostack::report::RequestSplit;
 
 /// One block I/O a call waited for.
 #[derive(Clone, Debug, Serialize)]
@@ -65,6 +68,8 @@ impl JourneyIo {
         };
         let who = format!("{}/{}", self.comm, self.pid);
         let how = match self.how {
+            // A request's direct I/O leads to it by its bio, whoever queued that bio.
+            "own" if self.pid == 0 => format!("its own (who queued its bio was not seen){merged}"),
             "own" => format!("its own, submitted by {who}{merged}"),
             "held" => format!(
                 "its own: blk-throttle's dispatcher queued it and its completion ended the call's I/O wait (its submitter was not seen: no function hooks here){merged}"
@@ -89,6 +94,8 @@ pub struct Journey {
     pub pid: u32,
     pub tid: u32,
     pub op: String,
+    /// `syscall`: what tells a call's journey from a request's (`io_uring`, `aio`).
+    pub interface: &'static str,
     pub syscall: String,
     /// The file descriptor it used, -1 if none; the file's name where it is at hand.
     pub fd: i64,
@@ -177,9 +184,146 @@ impl Journey {
     }
 
     pub fn json(&self) -> String {
-        let mut line =
-            serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-        line.push('\n');
-        line
+        json_line(self)
+    }
+}
+
+/// One JSON line.
+fn json_line<T: Serialize>(v: &T) -> String {
+    let mut line = serde_json::to_string(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    line.push('\n');
+    line
+}
+
+/// One io_uring or native AIO request slower than the threshold, as its completion is posted.
+#[derive(Clone, Debug, Serialize)]
+pub struct RequestJourney {
+    pub time: String,
+    /// Its submitter (`?` and 0 where there was no room to keep it: more requests in flight
+    /// than `--slow` keeps).
+    pub comm: String,
+    pub pid: u32,
+    pub tid: u32,
+    pub op: String,
+    /// `io_uring`, or `aio` (native AIO's io_submit).
+    pub interface: &'static str,
+    /// The SQE's opcode (`IORING_OP_READ`), the iocb's command (`IOCB_CMD_PREAD`).
+    pub opcode: String,
+    /// io_uring's user_data; the iocb's aio_data.
+    pub user_data: u64,
+    pub file: String,
+    /// Bytes, or -errno.
+    pub res: i64,
+    /// From its submission (the SQE consumed, the iocb set up) to its completion posted.
+    pub lat_ns: u64,
+    /// Handed to an io-wq worker.
+    pub punted: bool,
+    /// Its time along its own time line: the parts add up to `lat_ns`.
+    #[serde(rename = "parts", serialize_with = "split_json")]
+    pub split: RequestSplit,
+    /// Block I/Os made for it; `io` lists the first ones.
+    pub ios: u32,
+    pub io: Vec<JourneyIo>,
+    /// `--per-cgroup`: its submitter's cgroup, cut at its depth.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+}
+
+fn split_json<S: serde::Serializer>(split: &RequestSplit, s: S) -> Result<S::Ok, S::Error> {
+    let parts: serde_json::Map<String, Value> = split
+        .parts()
+        .iter()
+        .map(|(key, _, v)| (key.to_string(), (*v).into()))
+        .collect();
+    parts.serialize(s)
+}
+
+/// A request's part as one request's journey says it (the report's words are plural).
+fn one_request(key: &str) -> &'static str {
+    match key {
+        "to_device_ns" => "to the device",
+        "device_ns" => "on the device",
+        "between_io_ns" => "between its block I/Os",
+        "after_io_ns" => "after its last block I/O",
+        _ => "with no block I/O",
+    }
+}
+
+impl RequestJourney {
+    pub fn text(&self) -> String {
+        let res = if self.res >= 0 {
+            format!("{} bytes", self.res)
+        } else {
+            format!("error {}", -self.res)
+        };
+        let cgroup = match &self.cgroup {
+            Some(c) => format!(" in {c}"),
+            None => String::new(),
+        };
+        let file = match self.file.is_empty() {
+            true => String::new(),
+            false => format!(" {}", self.file),
+        };
+        let mut s = format!(
+            "{} {} {}/{}{cgroup} {}({} {}) user_data {:#x}{file} {res} {} ms\n",
+            self.time,
+            self.comm,
+            self.pid,
+            self.tid,
+            self.op,
+            self.interface,
+            self.opcode,
+            self.user_data,
+            ms(self.lat_ns)
+        );
+        let parts: Vec<String> = self
+            .split
+            .parts()
+            .iter()
+            .filter(|(_, _, v)| *v > 0)
+            .map(|(key, _, v)| format!("{} {}", one_request(key), ms(*v)))
+            .collect();
+        s.push_str(&format!("  time:   {} ms\n", parts.join(", ")));
+        if self.punted {
+            s.push_str("  handed to an io-wq worker\n");
+        }
+        if self.pid == 0 {
+            s.push_str(
+                "  (its submitter and block I/Os were not kept: more requests in flight than --slow keeps)\n",
+            );
+        }
+        for (i, io) in self.io.iter().enumerate() {
+            s.push_str(&io.text(i + 1));
+        }
+        if self.ios as usize > self.io.len() {
+            s.push_str(&format!(
+                "  ... {} more I/Os\n",
+                self.ios as usize - self.io.len()
+            ));
+        }
+        s
+    }
+}
+
+/// What `--slow` prints: a call's journey, or a request's.
+#[derive(Clone, Debug)]
+pub enum SlowEvent {
+    Call(Journey),
+    Request(RequestJourney),
+}
+
+impl SlowEvent {
+    pub fn text(&self) -> String {
+        match self {
+            SlowEvent::Call(j) => j.text(),
+            SlowEvent::Request(r) => r.text(),
+        }
+    }
+
+    pub fn json(&self) -> String {
+        match self {
+            SlowEvent::Call(j) => j.json(),
+            SlowEvent::Request(r) => json_line(r),
+        }
     }
 }

@@ -41,7 +41,7 @@ use crate::common::run::filter::TaskFilter;
 use crate::common::run::threshold::describe_threshold;
 use crate::common::run::{EventTool, IntervalTool, Tool};
 use breakdown::{Breakdown, PARTS};
-use journey::{Journey, JourneyIo};
+use journey::{Journey, JourneyIo, RequestJourney, SlowEvent};
 use plan::IostackPlan;
 use report::{
     CgroupRow, IostackReport, Layer, OpReport, ProcessRow, RequestLosses, RequestReport,
@@ -59,7 +59,8 @@ crate::bpf_skeleton!(
     group_totals,
     cgroup_totals,
     uring_totals,
-    journey
+    journey,
+    request_journey
 );
 use skel::{types, IostackSkel, IostackSkelBuilder};
 
@@ -191,7 +192,11 @@ pub struct Iostack {
     unwaited_shown: [u64; 6],
     /// Requests not followed, cumulative, as reported so far.
     request_losses_shown: [u64; 2],
-    queue: Option<EventQueue<types::journey>>,
+    queue: Option<EventQueue<RawSlow>>,
+    /// io_uring's opcodes followed here, by number (a request journey's opcode).
+    uring_opcodes: Vec<(u32, &'static str)>,
+    /// io_uring's or native AIO's requests are followed here.
+    requests_followed: bool,
     losses: LossTally,
     /// `--per-cgroup`: cgroup ids back to paths.
     cgroups: Option<CgroupNames>,
@@ -225,6 +230,31 @@ const JOURNEY_LOSSES: [Loss; 10] = [
     Loss::Skipped,
 ];
 
+/// A --slow record as the ring carries it: its first field says which (enum journey_kind).
+enum RawSlow {
+    Call(Box<types::journey>),
+    Request(Box<types::request_journey>),
+}
+
+impl RawSlow {
+    fn decode(data: &[u8]) -> Option<RawSlow> {
+        fn copy<T: plain::Plain + Default>(data: &[u8]) -> Option<Box<T>> {
+            let mut record = Box::<T>::default();
+            plain::copy_from_bytes(&mut *record, data).ok()?;
+            Some(record)
+        }
+        match u32::from_ne_bytes(data.get(..4)?.try_into().ok()?) {
+            0 => copy(data).map(RawSlow::Call),
+            1 => copy(data).map(RawSlow::Request),
+            _ => None,
+        }
+    }
+}
+
+/// Requests in flight whose journey --slow keeps (a request_trail each, 400 bytes): more are
+/// shown without their submitter and block I/Os, and say so.
+const TRAIL_ENTRIES: u32 = 4096;
+
 /// ORIGIN_F_CLONE of src/bpf/lib/bio_origin.bpf.h: a stacked device's clone.
 const ORIGIN_F_CLONE: u32 = 0x8;
 
@@ -245,7 +275,10 @@ impl Tool for Iostack {
                 .decide(m.layer, format!("not traced here: {}", m.why));
         }
         let queue = match opts.slow_ns {
-            Some(_) => Some(EventQueue::new(&loaded.skel.maps.events)?),
+            Some(_) => Some(EventQueue::decoded(
+                &loaded.skel.maps.events,
+                RawSlow::decode,
+            )?),
             None => None,
         };
         let skipped = SkippedRuns::new(plan.plan.programs.iter().map(|p| p.program).collect());
@@ -262,6 +295,8 @@ impl Tool for Iostack {
             unwaited_shown: [0; 6],
             request_losses_shown: [0; 2],
             queue,
+            uring_opcodes: plan.uring.names.clone(),
+            requests_followed: plan.uring.abi != plan::UringAbi::None || plan.aio.followed,
             losses: LossTally::default(),
             cgroups: opts.per_cgroup.map(CgroupNames::new),
             picture: opts.svg.as_deref().map(|path| {
@@ -309,6 +344,11 @@ fn load(
                 4096
             };
             open.maps.events.set_max_entries(ring)?;
+            let trails = match opts.slow_ns {
+                Some(_) => TRAIL_ENTRIES,
+                None => 1,
+            };
+            open.maps.request_trails.set_max_entries(trails)?;
             let reports = opts.slow_ns.is_none();
             let processes = match reports && opts.per_process {
                 true => PROC_ENTRIES,
@@ -842,35 +882,7 @@ impl Iostack {
             .reqs
             .iter()
             .take(e.nreq as usize)
-            .map(|r| JourneyIo {
-                disk: self.disks.name_or_reload(r.dev),
-                // A flush the machinery served ends with its PREFLUSH taken off: shown as the
-                // bio asked for it (blktrace's F before the op).
-                rwbs: match (r.bytes, r.flushes) {
-                    (0, 1..) => format!("F{}", self.flags.rwbs(r.cmd_flags)),
-                    _ => self.flags.rwbs(r.cmd_flags),
-                },
-                sector: r.sector,
-                bytes: r.bytes,
-                held_ns: r.held_ns,
-                queue_ns: r.queue_ns,
-                device_ns: r.device_ns,
-                how: match r.how {
-                    1 => "own",
-                    2 => "held",
-                    _ => "others",
-                },
-                flushes: r.flushes,
-                submitters: r.owners,
-                stacked_on: (r.origin & ORIGIN_F_CLONE != 0 && r.upper_dev != 0)
-                    .then(|| self.disks.name_or_reload(r.upper_dev)),
-                pid: r.pid,
-                tid: r.tid,
-                comm: match c_str(&r.comm) {
-                    c if c.is_empty() => "?".into(),
-                    c => c,
-                },
-            })
+            .map(|r| self.journey_io(r))
             .collect();
         Journey {
             time: local_hms(),
@@ -878,6 +890,7 @@ impl Iostack {
             pid: e.pid,
             tid: e.tid,
             op: self.opts.op_name(e.op),
+            interface: "syscall",
             syscall,
             fd: e.fd,
             file: c_str(&e.file),
@@ -891,10 +904,104 @@ impl Iostack {
             cgroup: self.cgroups.as_mut().map(|n| n.name(e.cgroup)),
         }
     }
+
+    fn decode_request(&mut self, e: &types::request_journey) -> RequestJourney {
+        let t = &e.trail;
+        let (interface, opcode) = match e.iface {
+            0 => (
+                "io_uring",
+                self.uring_opcodes
+                    .iter()
+                    .find(|(n, _)| *n == t.opcode)
+                    .map_or_else(
+                        || format!("opcode {}", t.opcode),
+                        |(_, name)| name.to_string(),
+                    ),
+            ),
+            _ => (
+                "aio",
+                plan::AIO_COMMANDS
+                    .iter()
+                    .flat_map(|(_, cmds)| cmds.iter())
+                    .find(|(_, n)| u32::from(*n) == t.opcode)
+                    .map_or_else(
+                        || format!("IOCB_CMD {}", t.opcode),
+                        |(name, _)| format!("IOCB_CMD_{name}"),
+                    ),
+            ),
+        };
+        let [to_device_ns, device_ns, between_io_ns, after_io_ns, no_io_ns] = e.parts;
+        let io = t
+            .reqs
+            .iter()
+            .take(t.nreq as usize)
+            .map(|r| self.journey_io(r))
+            .collect();
+        RequestJourney {
+            time: local_hms(),
+            comm: match c_str(&t.comm) {
+                c if c.is_empty() => "?".into(),
+                c => c,
+            },
+            pid: t.pid,
+            tid: t.tid,
+            op: self.opts.op_name(e.op),
+            interface,
+            opcode,
+            user_data: t.user_data,
+            file: c_str(&e.file),
+            res: e.res,
+            lat_ns: e.lat_ns,
+            punted: e.punted != 0,
+            split: RequestSplit {
+                to_device_ns,
+                device_ns,
+                between_io_ns,
+                after_io_ns,
+                no_io_ns,
+            },
+            ios: e.ios,
+            io,
+            cgroup: self.cgroups.as_mut().map(|n| n.name(t.cgroup)),
+        }
+    }
+
+    /// A block I/O a journey lists, as the kernel described it.
+    fn journey_io(&mut self, r: &types::req_seen) -> JourneyIo {
+        JourneyIo {
+            disk: self.disks.name_or_reload(r.dev),
+            // A flush the machinery served ends with its PREFLUSH taken off: shown as the
+            // bio asked for it (blktrace's F before the op).
+            rwbs: match (r.bytes, r.flushes) {
+                (0, 1..) => format!("F{}", self.flags.rwbs(r.cmd_flags)),
+                _ => self.flags.rwbs(r.cmd_flags),
+            },
+            sector: r.sector,
+            bytes: r.bytes,
+            held_ns: r.held_ns,
+            queue_ns: r.queue_ns,
+            device_ns: r.device_ns,
+            how: match r.how {
+                1 => "own",
+                2 => "held",
+                _ => "others",
+            },
+            flushes: r.flushes,
+            submitters: r.owners,
+            stacked_on: (r.origin & ORIGIN_F_CLONE != 0 && r.upper_dev != 0)
+                .then(|| self.disks.name_or_reload(r.upper_dev)),
+            pid: r.pid,
+            tid: r.tid,
+            comm: match c_str(&r.comm) {
+                c if c.is_empty() => "?".into(),
+                c => c,
+            },
+        }
+    }
 }
 
 impl EventTool for Iostack {
-    type Event = Journey;
+    type Event = SlowEvent;
     const NOUN: Noun = CALLS;
     const LOSSES: &'static [Loss] = &JOURNEY_LOSSES;
 
@@ -906,19 +1013,29 @@ impl EventTool for Iostack {
     }
 
     fn header(&self) -> String {
+        let requests = match self.requests_followed {
+            true => "\na request: TIME COMM PID/TID OP(INTERFACE OPCODE) user_data FILE RESULT LATENCY, then its time and its block I/O",
+            false => "",
+        };
         format!(
-            "TIME COMM PID/TID OP(SYSCALL) FILE RESULT LATENCY, then its layers, its time and its block I/O\n{}",
+            "TIME COMM PID/TID OP(SYSCALL) FILE RESULT LATENCY, then its layers, its time and its block I/O{requests}\n{}",
             breakdown::legend()
         )
     }
 
-    fn poll(&mut self, timeout: Option<Duration>) -> Result<(Vec<Journey>, Vec<LossEvent>)> {
+    fn poll(&mut self, timeout: Option<Duration>) -> Result<(Vec<SlowEvent>, Vec<LossEvent>)> {
         let queue = self
             .queue
             .as_ref()
             .context("iostack: no journeys without --slow")?;
         let raw = queue.take(timeout)?;
-        let events = raw.iter().map(|e| self.decode(e)).collect();
+        let events = raw
+            .iter()
+            .map(|e| match e {
+                RawSlow::Call(c) => SlowEvent::Call(self.decode(c)),
+                RawSlow::Request(r) => SlowEvent::Request(self.decode_request(r)),
+            })
+            .collect();
         let accounted = self.accounted()?;
         let skipped = self.new_skipped();
         let bss = self.bss()?;
@@ -953,11 +1070,11 @@ impl EventTool for Iostack {
         Ok((events, losses))
     }
 
-    fn text(&self, e: &Journey) -> String {
+    fn text(&self, e: &SlowEvent) -> String {
         e.text()
     }
 
-    fn json(&self, e: &Journey) -> String {
+    fn json(&self, e: &SlowEvent) -> String {
         e.json()
     }
 }

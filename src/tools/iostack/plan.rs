@@ -75,6 +75,8 @@ pub struct UringPlan {
     pub ops: [u8; 64],
     /// REQ_F_CQE_SKIP (5.17+): requests that post no completion entry on success.
     pub cqe_skip: u64,
+    /// The opcodes followed, by number, and their names.
+    pub names: Vec<(u32, &'static str)>,
 }
 
 /// What the native AIO programs need to know.
@@ -258,6 +260,7 @@ fn plan_uring(
         abi: UringAbi::None,
         ops: [0; 64],
         cqe_skip: 0,
+        names: Vec::new(),
     };
     let submit_req = prober.tracepoint_arity("io_uring_submit_req");
     let submit_sqe = prober.tracepoint_arity("io_uring_submit_sqe");
@@ -300,6 +303,7 @@ fn plan_uring(
             };
             if let Some(dst) = usize::try_from(*v).ok().and_then(|i| uring.ops.get_mut(i)) {
                 *dst = slot as u8 + 1;
+                uring.names.push((*v as u32, *name));
                 claimed.push(format!(
                     "{} {}",
                     op.label,

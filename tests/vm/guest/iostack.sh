@@ -418,13 +418,32 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
   if delayed_disk aio-reads; then
     start_logged "$IOSTACK_WORK/aio.wl" "$helpers/io_patterns" aio-reads "/dev/$delayed" 20 --depth 4
     aio_w=$started
-    if wait_for_line 60 '^ready' "$IOSTACK_WORK/aio.wl" && tool_start aio -j -d "$delayed"; then
+    # Beside it, --slow: each read (50 ms) is a journey of its own.
+    if wait_for_line 60 '^ready' "$IOSTACK_WORK/aio.wl" && tool_start aio -j -d "$delayed" &&
+      tool_start aio_j -j -d "$delayed" --slow 10; then
       ms0=$(disk_read_ms "$delayed")
       kill -USR1 "$aio_w"
       wait "$aio_w"
       ran=$?
       ms=$(($(disk_read_ms "$delayed") - ms0))
       tool_stop aio
+      tool_stop aio_j
+      "$flat" "$(out_of aio_j)" >"$IOSTACK_WORK/aio_j.flat"
+      journeys=$(awk '$1 ~ /^[0-9]+\.interface$/ && $2 == "\"aio\"" { n++ } END { print n + 0 }' "$IOSTACK_WORK/aio_j.flat")
+      # A journey whose parts do not add up to it, or whose block I/O is not its 50 ms read.
+      jbad=$(awk -v d="$delay_ns" -v disk="\"$delayed\"" '
+        $1 !~ /^[0-9]+\./ { next }
+        { split($1, k, "."); i = k[1] }
+        $1 ~ /\.parts\./ { p[i] += $2 }
+        $1 ~ /\.lat_ns$/ { lat[i] = $2 }
+        $1 ~ /\.interface$/ { req[i] = ($2 == "\"aio\"") }
+        $1 ~ /\.opcode$/ { op[i] = $2 }
+        $1 ~ /\.io\.0\.device_ns$/ { dev[i] = $2 }
+        $1 ~ /\.io\.0\.disk$/ { on[i] = $2 }
+        END {
+          for (i in req) if (req[i] && (p[i] != lat[i] || dev[i] < d || op[i] != "\"IOCB_CMD_PREAD\"" || on[i] != disk)) n++
+          print n + 0
+        }' "$IOSTACK_WORK/aio_j.flat")
       reqs=$(req_field aio aio read requests)
       ios=$(req_field aio aio read ios)
       sum=$(req_field aio aio read latency.sum_ns)
@@ -434,7 +453,7 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
         parts=$((parts + $(req_field aio aio read "$k" | grep . || echo 0)))
       done
       own=$(awk '$1 == "thread" && $3 == "read" && $4 == 20 { print $5 }' "$IOSTACK_WORK/aio.wl")
-      detail="20 reads, 4 in flight: ${reqs:-no} requests, ${ios:-no} block I/Os, ${sum:-0} ns (by their own clock ${own:-none} ns), its parts ${parts} ns, on the device ${dev:-0} ns, by the disk's own account ${ms} ms"
+      detail="20 reads, 4 in flight: ${reqs:-no} requests, ${ios:-no} block I/Os, ${sum:-0} ns (by their own clock ${own:-none} ns), its parts ${parts} ns, on the device ${dev:-0} ns, by the disk's own account ${ms} ms; --slow 10: $journeys journeys, $jbad not of a 50 ms read or not adding up"
       log "aio-reads: $detail; $(cat "$IOSTACK_WORK/aio.wl")"
       # The requests' time lies inside the helper's clock (io_submit's entry to the setup, the
       # event to io_getevents' return: 0.31-0.34 ms a read below it in the first runs, 1.1 ms
@@ -443,10 +462,10 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
       # read delay_ns from its issue.
       if [ "$ran" = 0 ] && [ "${reqs:-0}" = 20 ] && [ "${ios:-0}" = 20 ] && [ "$parts" = "${sum:-x}" ] &&
         [ -n "$own" ] && [ "${sum:-0}" -le "$own" ] && [ "${dev:-0}" -le $(((ms + 1) * 1000000)) ] &&
-        [ "${dev:-0}" -ge $((20 * delay_ns)) ]; then
+        [ "${dev:-0}" -ge $((20 * delay_ns)) ] && [ "$journeys" = 20 ] && [ "$jbad" = 0 ]; then
         pass aio-reads "$detail"
       else
-        fail aio-reads "$detail: $(brief aio)"
+        fail aio-reads "$detail: $(brief aio) $(head -c 600 "$(out_of aio_j)")"
       fi
     else
       kill -KILL "$aio_w" 2>/dev/null
