@@ -26,7 +26,9 @@
 //!   4), reaped with io_getevents. Its `read` figures are the requests and their time by its own
 //!   clock, from before the io_submit of each to the return of the io_getevents that reaped it
 //!   (fio's libaio engine's completion latency, as it takes it); a request is no thread's time
-//!   off a CPU, so `read_off_ns` is 0.
+//!   off a CPU, so `read_off_ns` is 0. Then one read iocb on a descriptor open only for
+//!   writing, which the kernel refuses in its setup (EBADF): nothing follows it in flight to
+//!   take over its aio_kiocb, so a tracer that missed its end would hold it in flight for good.
 //!
 //! Files are made (and preallocated where the pattern overwrites) and flushed before anything
 //! is measured. With `--cgroup DIR` the process then moves into that cgroup (e.g. one whose blkio
@@ -596,18 +598,27 @@ impl Aio {
 
     /// Submits one iocb, which (and whose buffer) must live until its event is reaped.
     fn submit(&self, cb: &mut Iocb) {
+        match self.try_submit(cb) {
+            Ok(1) => {}
+            Ok(took) => die(format!("io_submit took {took} iocbs of 1")),
+            Err(e) => die(format!("io_submit: {e}")),
+        }
+    }
+
+    /// io_submit of one iocb: how many it took, or why it refused it.
+    fn try_submit(&self, cb: &mut Iocb) -> std::io::Result<isize> {
         let mut list = [cb as *mut Iocb];
         // SAFETY: one valid iocb, alive until its event is reaped (the caller's promise).
-        let took = check("io_submit", unsafe {
+        match unsafe {
             libc::syscall(
                 libc::SYS_io_submit,
                 self.0,
                 1 as libc::c_long,
                 list.as_mut_ptr(),
             )
-        } as isize);
-        if took != 1 {
-            die(format!("io_submit took {took} iocbs of 1"));
+        } {
+            r if r < 0 => Err(std::io::Error::last_os_error()),
+            r => Ok(r as isize),
         }
     }
 
@@ -713,9 +724,26 @@ fn aio_reads(path: &str, n: usize, depth: usize, calls: &mut Calls) {
             done += 1;
         }
     }
+    let wfd = open(path, libc::O_WRONLY | libc::O_DIRECT);
+    let mut refused = Iocb {
+        lio_opcode: IOCB_CMD_PREAD,
+        fildes: wfd as u32,
+        buf: bufs.ptr as u64,
+        nbytes: BLOCK as u64,
+        ..Default::default()
+    };
+    match aio.try_submit(&mut refused) {
+        Err(e) if e.raw_os_error() == Some(libc::EBADF) => {}
+        other => die(format!(
+            "a read iocb on a descriptor open for writing: {other:?}, not EBADF"
+        )),
+    }
     drop(aio);
-    // SAFETY: our descriptor.
-    unsafe { libc::close(fd) };
+    // SAFETY: our descriptors.
+    unsafe {
+        libc::close(wfd);
+        libc::close(fd);
+    }
 }
 
 fn main() {

@@ -369,6 +369,7 @@ fn known_report(c: usize, parts: Option<[u64; PARTS]>) -> IostackReport {
         ops,
         requests: vec![],
         request_losses: Default::default(),
+        requests_in_flight: 0,
         missing: vec![],
         unfollowed: vec![],
         unwaited: [0; 6],

@@ -377,12 +377,19 @@ fn iostack_plans_the_scheduler_the_block_layer_and_the_layers_each_kernel_has() 
         // Native AIO: fs/aio.c has no tracepoints; its functions where hooks work, not on the
         // host (its line of the report says so).
         let setup = [
-            "fentry/aio_prep_rw",
-            "fentry/aio_prep_rw",
-            "fentry/aio_prep_rw",
+            "fentry/aio_read",
+            "fentry/aio_read",
+            "fentry/aio_read",
             "none",
         ];
         wrong.extend(row("aio-setup", n, role(plan, "aio-setup"), setup));
+        let failed = ["fexit/aio_read", "fexit/aio_read", "fexit/aio_read", "none"];
+        wrong.extend(row(
+            "aio-setup-failed",
+            n,
+            role(plan, "aio-setup-failed"),
+            failed,
+        ));
         let done = [
             "fentry/aio_complete",
             "fentry/aio_complete",

@@ -1362,11 +1362,13 @@ TP_TWINS(io_uring_complete, uring_complete, uring_complete_args)
 /* ---- native AIO requests -------------------------------------------------------------------- */
 
 /* fs/aio.c has no tracepoints: where function hooks work (src/tools/iostack/plan.rs, plan_aio),
- * an io_submit iocb is followed from its setup in io_submit (aio_prep_rw: a read or a write;
- * aio_fsync: a sync, which a worker runs) to aio_complete, which writes its completion event
- * to the ring: for a direct read or write, in its last bio's completion. It is known by its
- * aio_kiocb, whose kiocb is at offset 0, where a direct-I/O bio leads
- * (uring_request_io_ended): in the same map as io_uring's requests. */
+ * an io_submit iocb is followed from its setup in io_submit (aio_read, aio_write; aio_fsync: a
+ * sync, which a worker runs) to aio_complete, which writes its completion event to the ring:
+ * for a direct read or write, in its last bio's completion. It is known by its aio_kiocb,
+ * whose kiocb is at offset 0, where a direct-I/O bio leads (uring_request_io_ended): in the
+ * same map as io_uring's requests. A setup that fails (a file not open for it, a bad buffer,
+ * an offset out of range: the function returns an error, io_submit destroys the iocb, and no
+ * event comes) ends it there. */
 
 /* IOCB_CMD_*'s operation slot (0: not traced), from user space. */
 const volatile __u8 aio_ops[IOSTACK_IOCB_CMDS] = {};
@@ -1376,8 +1378,23 @@ const volatile __u8 aio_ops[IOSTACK_IOCB_CMDS] = {};
 __u64 aio_rw_done_fn = 0;
 __u64 aio_sync_work_fn = 0;
 
-/* aio_prep_rw(kiocb, iocb) or aio_fsync(fsync_iocb, iocb, datasync): an iocb copied in by
- * io_submit is being set up. Every submitter's is followed to its end, its operation's slot 0
+/* kprobes' return side has no arguments: the iocb each CPU last began to set up, and by which
+ * thread, for a failed setup's end. */
+struct aio_setting_up {
+	__u64 key;
+	__u32 tid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct aio_setting_up);
+} aio_setting_up SEC(".maps");
+
+/* aio_read(kiocb, iocb, vectored, compat), aio_write(...) or aio_fsync(fsync_iocb, iocb,
+ * datasync): an iocb copied in by io_submit is being set up. Every submitter's is followed to its end, its operation's slot 0
  * where it is not traced (or not selected: its completion runs in whatever context ends its
  * I/O, where the submitter is not known), so that a completion whose setup was not seen is a
  * loss. */
@@ -1391,6 +1408,15 @@ static __always_inline int aio_setup_entry(void *ctx, enum hook_flavour f)
 	k.a = hook_arg(ctx, f, 0);
 	if (!k.a)
 		return 0;
+	if (f == HOOK_KPROBE) {
+		__u32 zero = 0;
+		struct aio_setting_up *up = bpf_map_lookup_elem(&aio_setting_up, &zero);
+
+		if (up) {
+			up->key = k.a;
+			up->tid = current_tid();
+		}
+	}
 	if (cmd < IOSTACK_IOCB_CMDS && current_selected())
 		r.op = aio_ops[cmd & (IOSTACK_IOCB_CMDS - 1)];
 	r.iface = IFACE_AIO;
@@ -1432,8 +1458,54 @@ static __always_inline int aio_complete_entry(void *ctx, enum hook_flavour f)
 	return 0;
 }
 
-FUNC_ENTRY_HOOKS(aio_rw_setup, aio_setup_entry)
-FUNC_ENTRY_HOOKS(aio_sync_setup, aio_setup_entry)
+/* The setup of the iocb `key` failed: no event will come. */
+static __always_inline void aio_setup_failed(__u64 key)
+{
+	struct uring_key k = {.a = key};
+
+	bpf_map_delete_elem(&uring_reqs, &k);
+	if (want_journeys)
+		bpf_map_delete_elem(&request_trails, &k);
+}
+
+/* The kprobe flavour's failed setup: the iocb its CPU began, if this thread began it (a thread
+ * that slept in the setup, faulting in its iovec, and woke on another CPU leaves its entry to
+ * be overwritten when its aio_kiocb is next set up). */
+static __always_inline __u64 aio_setup_stashed(void)
+{
+	__u32 zero = 0;
+	struct aio_setting_up *up = bpf_map_lookup_elem(&aio_setting_up, &zero);
+
+	return up && up->tid == current_tid() ? up->key : 0;
+}
+
+/* Each setup function's entry starts the request; its return, if it is an error (an int), ends
+ * it. */
+#define AIO_SETUP_HOOKS(name, nargs)                                                  \
+	FUNC_ENTRY_HOOKS(name, aio_setup_entry)                                     \
+	SEC("fexit/" #name)                                                         \
+	int name##_fexit(__u64 *ctx)                                                \
+	{                                                                           \
+		if ((int)ctx[nargs])                                                \
+			aio_setup_failed(ctx[0]);                                   \
+		return 0;                                                           \
+	}                                                                           \
+	SEC("kretprobe/" #name)                                                     \
+	int name##_kretprobe(struct pt_regs *ctx)                                   \
+	{                                                                           \
+		__u64 key;                                                          \
+                                                                                    \
+		if ((int)PT_REGS_RC(ctx)) {                                         \
+			key = aio_setup_stashed();                                  \
+			if (key)                                                    \
+				aio_setup_failed(key);                              \
+		}                                                                   \
+		return 0;                                                           \
+	}
+
+AIO_SETUP_HOOKS(aio_read_setup, 4)
+AIO_SETUP_HOOKS(aio_write_setup, 4)
+AIO_SETUP_HOOKS(aio_sync_setup, 3)
 FUNC_ENTRY_HOOKS(aio_done, aio_complete_entry)
 
 /* Task storage goes with the task; the hash entries must be removed. */

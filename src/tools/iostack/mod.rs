@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
+use libbpf_rs::MapCore as _;
 
 use crate::common::block::disk::{DiskFilter, DiskNames};
 use crate::common::block::unseen::{DiskTally, UnseenIos};
@@ -833,6 +834,7 @@ impl IntervalTool for Iostack {
             ops,
             requests,
             request_losses,
+            requests_in_flight: self.loaded.skel.maps.uring_reqs.keys().count() as u64,
             missing: self.missing.clone(),
             unfollowed: self.unfollowed.clone(),
             unwaited,

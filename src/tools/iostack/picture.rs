@@ -232,6 +232,7 @@ mod tests {
                 .collect(),
             requests: Vec::new(),
             request_losses: Default::default(),
+            requests_in_flight: 0,
             missing: Vec::new(),
             unfollowed: Vec::new(),
             unwaited: [0; 6],

@@ -395,9 +395,10 @@ fn plan_request_io(prober: &Prober, plan: &mut AttachPlan, followed: bool) -> Ve
 }
 
 /// Native AIO's iocbs, from their setup in io_submit to their completion event. fs/aio.c has
-/// no tracepoints: its functions are hooked where fentry or kprobes work (aio_prep_rw for a
-/// read or write, aio_fsync for a sync, aio_complete for the event), all three or none (a
-/// setup whose end is never seen would stay in the map of requests in flight).
+/// no tracepoints: its functions are hooked where fentry or kprobes work (aio_read, aio_write
+/// and aio_fsync for the setup, and their return for a setup that fails; aio_complete for the
+/// event), all or none (a setup whose end is never seen would stay in the map of requests in
+/// flight).
 fn plan_aio(
     prober: &Prober,
     plan: &mut AttachPlan,
@@ -422,37 +423,49 @@ fn plan_aio(
         );
         return aio;
     }
+    // (role, function, fentry, kprobe, the failed setup's fexit and kretprobe and the
+    // function's arity)
     let hooks = [
         (
             "aio-setup",
-            "aio_prep_rw",
-            "aio_rw_setup_fentry",
-            "aio_rw_setup_kprobe",
+            "aio_read",
+            "aio_read_setup_fentry",
+            "aio_read_setup_kprobe",
+            Some(("aio_read_setup_fexit", "aio_read_setup_kretprobe", 4)),
+        ),
+        (
+            "aio-setup",
+            "aio_write",
+            "aio_write_setup_fentry",
+            "aio_write_setup_kprobe",
+            Some(("aio_write_setup_fexit", "aio_write_setup_kretprobe", 4)),
         ),
         (
             "aio-setup",
             "aio_fsync",
             "aio_sync_setup_fentry",
             "aio_sync_setup_kprobe",
+            Some(("aio_sync_setup_fexit", "aio_sync_setup_kretprobe", 3)),
         ),
         (
             "aio-complete",
             "aio_complete",
             "aio_done_fentry",
             "aio_done_kprobe",
+            None,
         ),
     ];
     let mut planned = AttachPlan::new(plan.tool);
-    for (role, function, fentry, kprobe) in hooks {
+    for (role, function, fentry, kprobe, exit) in hooks {
         let hook = FunctionHook {
             entry_role: role,
-            exit_role: role,
+            exit_role: "aio-setup-failed",
             function,
             module: None,
             programs: FunctionPrograms {
                 fentry,
                 kprobe,
-                exit: None,
+                exit,
             },
         };
         if let Err(e) = plan_function(prober, &mut planned, &hook) {
@@ -470,9 +483,12 @@ fn plan_aio(
     for p in planned.programs {
         let why = format!(
             "{}: {}",
-            match p.target.as_str() {
-                "aio_prep_rw" => "a read or write iocb is set up in io_submit: the request starts",
-                "aio_fsync" =>
+            match (p.role.as_str(), p.target.as_str()) {
+                ("aio-setup-failed", _) =>
+                    "an error from the setup: io_submit destroys the iocb, no event comes, the request ends",
+                (_, "aio_read") => "a read iocb is set up in io_submit: the request starts",
+                (_, "aio_write") => "a write iocb is set up in io_submit: the request starts",
+                (_, "aio_fsync") =>
                     "an fsync or fdatasync iocb is set up (a worker runs it): the request starts",
                 _ => "its completion event is written to the ring: the request ends",
             },

@@ -156,6 +156,9 @@ pub struct IostackReport {
     /// Requests (io_uring's, native AIO's), per interface and operation.
     pub requests: Vec<RequestReport>,
     pub request_losses: RequestLosses,
+    /// Requests (io_uring's, native AIO's) in flight as the report is made: submitted, their
+    /// completion not yet posted (JSON only).
+    pub requests_in_flight: u64,
     pub missing: Vec<MissingLayer>,
     /// The interfaces whose requests this kernel does not let us follow, and why.
     pub unfollowed: Vec<(&'static str, String)>,
@@ -355,6 +358,7 @@ impl IostackReport {
             .map(|(i, why)| (i.to_string(), json!(why)))
             .collect::<Map<_, _>>()
             .into();
+        v["requests_in_flight"] = json!(self.requests_in_flight);
         v["request_drops"] = json!({
             "no_start": self.request_losses.no_start,
             "start_full": self.request_losses.start_full,

@@ -412,7 +412,9 @@ fi
 # and the host says it does not follow them. io_patterns' aio-reads makes 20 O_DIRECT reads of
 # the delayed disk through io_submit, 4 in flight, each timed by its own clock from before its
 # io_submit to the io_getevents that reaped it. null_blk completes each 50.33 ms after it is
-# queued: the requests' time is their time on the device, which the disk counts itself.
+# queued: the requests' time is their time on the device, which the disk counts itself. Last
+# it submits a read iocb on a descriptor open for writing, whose setup the kernel refuses
+# (EBADF): no request, and none left in flight.
 if grep -q "native AIO's iocbs followed" "$ex"; then
   na aio-unfollowed "native AIO is followed here (aio-reads)"
   if delayed_disk aio-reads; then
@@ -445,6 +447,7 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
           print n + 0
         }' "$IOSTACK_WORK/aio_j.flat")
       reqs=$(req_field aio aio read requests)
+      in_flight=$("$flat" "$(out_of aio)" | awk '$1 ~ /^[0-9]+\.requests_in_flight$/ { v = $2 } END { print v }')
       ios=$(req_field aio aio read ios)
       sum=$(req_field aio aio read latency.sum_ns)
       dev=$(req_field aio aio read device_ns)
@@ -453,14 +456,14 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
         parts=$((parts + $(req_field aio aio read "$k" | grep . || echo 0)))
       done
       own=$(awk '$1 == "thread" && $3 == "read" && $4 == 20 { print $5 }' "$IOSTACK_WORK/aio.wl")
-      detail="20 reads, 4 in flight: ${reqs:-no} requests, ${ios:-no} block I/Os, ${sum:-0} ns (by their own clock ${own:-none} ns), its parts ${parts} ns, on the device ${dev:-0} ns, by the disk's own account ${ms} ms; --slow 10: $journeys journeys, $jbad not of a 50 ms read or not adding up"
+      detail="20 reads, 4 in flight, then one refused: ${reqs:-no} requests (${in_flight:-?} in flight at the end), ${ios:-no} block I/Os, ${sum:-0} ns (by their own clock ${own:-none} ns), its parts ${parts} ns, on the device ${dev:-0} ns, by the disk's own account ${ms} ms; --slow 10: $journeys journeys, $jbad not of a 50 ms read or not adding up"
       log "aio-reads: $detail; $(cat "$IOSTACK_WORK/aio.wl")"
       # The requests' time lies inside the helper's clock (io_submit's entry to the setup, the
       # event to io_getevents' return: 0.31-0.34 ms a read below it in the first runs, 1.1 ms
       # beside a build; TCG, 2026-11-29), their time on the device inside the disk's own
       # account (from each block request's start, ours from its issue), and null_blk holds each
       # read delay_ns from its issue.
-      if [ "$ran" = 0 ] && [ "${reqs:-0}" = 20 ] && [ "${ios:-0}" = 20 ] && [ "$parts" = "${sum:-x}" ] &&
+      if [ "$ran" = 0 ] && [ "${reqs:-0}" = 20 ] && [ "${in_flight:-x}" = 0 ] && [ "${ios:-0}" = 20 ] && [ "$parts" = "${sum:-x}" ] &&
         [ -n "$own" ] && [ "${sum:-0}" -le "$own" ] && [ "${dev:-0}" -le $(((ms + 1) * 1000000)) ] &&
         [ "${dev:-0}" -ge $((20 * delay_ns)) ] && [ "$journeys" = 20 ] && [ "$jbad" = 0 ]; then
         pass aio-reads "$detail"
