@@ -5,7 +5,7 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 use support::breakdown::*;
@@ -42,21 +42,10 @@ fn fio_reads_waiting(ios: u64, engine: &str, wait: Wait) -> (Value, Value, u64) 
     let dev = upper.as_ref().unwrap_or(&lower);
     let tool = Running::start("iostack", &["-c", "fio", "-d", &dev.name, "-j"]);
     let ms_before = diskstats_read_ms(&dev.name);
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "echo $$ >{}/cgroup.procs && exec fio --name=reads --filename={} --direct=1 --rw=randread --bs=4k {engine} --size=32M --number_ios={ios} --output-format=json",
-            throttle.path(),
-            dev.path
-        ))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("run fio (install-deps installs it)");
-    assert!(out.status.success(), "fio failed");
+    let fio = fio_reads(&throttle.path(), &dev.path, ios, engine);
     let ms = diskstats_read_ms(&dev.name) - ms_before;
     let (code, stdout, err) = tool.interrupt();
     assert_eq!(code, 0, "{err}");
-    let fio: Value = serde_json::from_slice(&out.stdout).expect("fio's JSON");
     (fio, report(&stdout), ms)
 }
 
@@ -292,17 +281,12 @@ fn each_slow_io_uring_read_is_a_journey_of_the_read_fio_logged() {
             "-j",
         ],
     );
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "echo $$ >{}/cgroup.procs && exec fio --name=reads --filename={} --direct=1 --rw=randread --bs=4k --ioengine=io_uring --iodepth=1 --size=32M --number_ios={ios} --write_lat_log={prefix} --log_offset=1 --output-format=json",
-            throttle.path(),
-            dev.path
-        ))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("run fio (install-deps installs it)");
-    assert!(out.status.success(), "fio failed");
+    fio_reads(
+        &throttle.path(),
+        &dev.path,
+        ios,
+        &format!("--ioengine=io_uring --iodepth=1 --write_lat_log={prefix} --log_offset=1"),
+    );
     let (code, stdout, err) = tool.interrupt();
     assert_eq!(code, 0, "{err}");
     // fio's completion latency per read (ns), by its offset: `msec, value, dir, bs, offset, ...`.

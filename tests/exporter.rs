@@ -488,18 +488,12 @@ fn io_uring_requests_are_counted_exactly_and_their_parts_add_up_to_their_latency
     let before = |name: &str| sample(&m, &format!("{name}{{{labels}}}"));
     // Seeded at 0 for the first scrape, as the calls' series are.
     assert_eq!(before("iostack_requests_total"), Some(0), "{m}");
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "echo $$ >{}/cgroup.procs && exec fio --name=reads --filename={} --direct=1 --rw=randread --bs=4k --ioengine=io_uring --iodepth=4 --size=32M --number_ios={READS} --output-format=json",
-            throttle.path(),
-            dev.path
-        ))
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .expect("run fio (install-deps installs it)");
-    assert!(out.status.success(), "fio failed");
-    let fio: serde_json::Value = serde_json::from_slice(&out.stdout).expect("fio's JSON");
+    let fio = fio_reads(
+        &throttle.path(),
+        &dev.path,
+        READS,
+        "--ioengine=io_uring --iodepth=4",
+    );
     assert_eq!(
         fio["jobs"][0]["read"]["total_ios"], READS,
         "fio's own count"

@@ -535,6 +535,22 @@ pub fn unseen(stdout: &str) -> u64 {
 }
 
 /// Runs a program to its end; a failure fails the test with its standard error.
+/// fio's `ios` random 4 KiB O_DIRECT reads of `dev` (its first 32 MiB), its process first moved
+/// into `cgroup` (a directory with a cgroup.procs), with `options` (the engine, its depth, its
+/// logs): fio's JSON report. fio is Debian's (scripts/install-deps installs it).
+pub fn fio_reads(cgroup: &str, dev: &str, ios: u64, options: &str) -> serde_json::Value {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ >{cgroup}/cgroup.procs && exec fio --name=reads --filename={dev} --direct=1 --rw=randread --bs=4k {options} --size=32M --number_ios={ios} --output-format=json"
+        ))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run fio (install-deps installs it)");
+    assert!(out.status.success(), "fio failed");
+    serde_json::from_slice(&out.stdout).expect("fio's JSON")
+}
+
 pub fn run_ok(program: &str, args: &[&str]) {
     let out = Command::new(program)
         .args(args)
