@@ -51,6 +51,14 @@ pub fn c_str(bytes: &[std::ffi::c_char]) -> String {
     String::from_utf8_lossy(&b).into_owned()
 }
 
+/// A comm the BPF side kept, or `?` where it kept none (no room, or no task to name).
+pub fn comm_or_unknown(bytes: &[std::ffi::c_char]) -> String {
+    match c_str(bytes) {
+        c if c.is_empty() => "?".into(),
+        c => c,
+    }
+}
+
 /// Copies a value into a skeleton's rodata struct of the same layout (the skeleton's generated
 /// type and our mirror of it, e.g. `struct task_filter` and `BpfTaskFilter`). A size mismatch is
 /// a bug of ours: reported, not written.

@@ -171,21 +171,26 @@ impl Journey {
                 ms(self.breakdown.via_waker_ns)
             ));
         }
-        for (i, io) in self.io.iter().enumerate() {
-            s.push_str(&io.text(i + 1));
-        }
-        if self.ios as usize > self.io.len() {
-            s.push_str(&format!(
-                "  ... {} more I/Os\n",
-                self.ios as usize - self.io.len()
-            ));
-        }
+        s.push_str(&io_lines(&self.io, self.ios));
         s
     }
 
     pub fn json(&self) -> String {
         json_line(self)
     }
+}
+
+/// The block I/Os a journey lists, one a line, and how many more it made.
+fn io_lines(io: &[JourneyIo], ios: u32) -> String {
+    let mut s: String = io
+        .iter()
+        .enumerate()
+        .map(|(i, io)| io.text(i + 1))
+        .collect();
+    if ios as usize > io.len() {
+        s.push_str(&format!("  ... {} more I/Os\n", ios as usize - io.len()));
+    }
+    s
 }
 
 /// One JSON line.
@@ -292,15 +297,7 @@ impl RequestJourney {
                 "  (its submitter and block I/Os were not kept: more requests in flight than --slow keeps)\n",
             );
         }
-        for (i, io) in self.io.iter().enumerate() {
-            s.push_str(&io.text(i + 1));
-        }
-        if self.ios as usize > self.io.len() {
-            s.push_str(&format!(
-                "  ... {} more I/Os\n",
-                self.ios as usize - self.io.len()
-            ));
-        }
+        s.push_str(&io_lines(&self.io, self.ios));
         s
     }
 }

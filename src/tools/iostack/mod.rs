@@ -30,8 +30,8 @@ use crate::common::load::maps::{
     drain_generation, drain_percpu_array, drain_percpu_hash, per_cpu_counts, HistogramCollector,
 };
 use crate::common::load::{
-    c_str, copy_struct, load_planned_then, load_with_thread_state, mapped, thread_state_maps,
-    Loaded,
+    c_str, comm_or_unknown, copy_struct, load_planned_then, load_with_thread_state, mapped,
+    thread_state_maps, Loaded,
 };
 use crate::common::losses::{
     read_kernel_losses, Loss, LossEvent, LossTally, Noun, SkippedRuns, CALLS,
@@ -941,10 +941,7 @@ impl Iostack {
             .collect();
         RequestJourney {
             time: local_hms(),
-            comm: match c_str(&t.comm) {
-                c if c.is_empty() => "?".into(),
-                c => c,
-            },
+            comm: comm_or_unknown(&t.comm),
             pid: t.pid,
             tid: t.tid,
             op: self.opts.op_name(e.op),
@@ -994,10 +991,7 @@ impl Iostack {
                 .then(|| self.disks.name_or_reload(r.upper_dev)),
             pid: r.pid,
             tid: r.tid,
-            comm: match c_str(&r.comm) {
-                c if c.is_empty() => "?".into(),
-                c => c,
-            },
+            comm: comm_or_unknown(&r.comm),
         }
     }
 }
