@@ -28,6 +28,7 @@ const MUTANTS: &[&str] = &[
     "OWN_VIA_WAKER",
     "URING_BIO_UNLINKED",
     "URING_DEVICE_AS_QUEUE",
+    "CHAIN_NOT_PASSED",
 ];
 
 fn main() {

@@ -354,11 +354,12 @@ static __always_inline void call_switched_out(struct call_state *st, __u32 tid, 
 	}
 }
 
-/* What the current task waited for in [from, to] (waker_io_within), checked by the verifier
- * once on its own: inlined, its loop over the history multiplied the wakeup program's states. */
-__noinline __u64 waker_io_within_now(__u64 from, __u64 to)
+/* What the current task waited for in [from, to], passed on to `wakee` (waker_io_within),
+ * checked by the verifier once on its own: inlined, its loop over the history multiplied the
+ * wakeup program's states. */
+__noinline __u64 waker_io_within_now(__u64 from, __u64 to, __u32 wakee)
 {
-	return waker_io_within(from, to);
+	return waker_io_within(from, to, wakee);
 }
 
 /* The flushes the mark in `slot` of this CPU includes were waited for (credit_flushes), checked
@@ -464,11 +465,11 @@ static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 			credit_flushes_of(m == cpu_mark(0) ? 0 : 1);
 		}
 		if (!st->iowait)
-			history_of_sleep(tid, s, now, len);
+			history_of_io_sleep(tid, s, now);
 	} else if (st->iowait && io && io->sleep_ios) {
 		charge_own(st, io, 0, len, raw);
 	} else {
-		ov = task_waker ? waker_io_within_now(s, now) : 0;
+		ov = task_waker ? waker_io_within_now(s, now, tid) : 0;
 		if (ov) {
 			__u64 pid_tgid = current_ids();
 
@@ -482,7 +483,6 @@ static __always_inline void call_sleep_ends(struct call_state *st, __u32 tid,
 			charge_sleep(st, PART_OTHERS_IO, PART_OTHERS_IO, 0, len, raw);
 		} else {
 			charge_sleep(st, PART_SLEEP, PART_OTHERS_IO, ov, len, raw);
-			history_of_sleep(tid, s, now, ov);
 		}
 	}
 	if (io) {
@@ -531,7 +531,7 @@ static __always_inline void call_woken(struct call_state *st, __u32 tid, bool io
 
 /* A thread in an I/O wait since `left` (rq->clock) is woken now: the wait goes into its
  * history, wholly I/O, for the threads it wakes later (once the clocks' offset is known). A
- * traced call's thread records its other sleeps itself, with their parts (history_of_sleep). */
+ * traced call's thread records its other sleeps itself (history_of_io_sleep, waker_io_within). */
 static __always_inline void io_wait_ended(__u32 tid, __s64 left, __u64 now)
 {
 	struct io_history *h;
@@ -544,7 +544,7 @@ static __always_inline void io_wait_ended(__u32 tid, __s64 left, __u64 now)
 		return;
 	h = history_of(tid, true);
 	if (h)
-		history_add(h, s, now, now - s);
+		history_add(h, s, now);
 }
 
 /* a / k for a signed a (the BPF instruction set before v4 divides unsigned only). */

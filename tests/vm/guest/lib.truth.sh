@@ -62,6 +62,61 @@ limit() {
   fi
 }
 
+# within A B D: A and B (integers) at most D apart.
+within() {
+  [ $(($1 - $2)) -le "$3" ] && [ $(($2 - $1)) -le "$3" ]
+}
+
+# lock_waits_start NAME: an ftrace instance of its own records io_patterns' threads' switches off
+# their CPUs, each with its stack (a trigger), and their wakeups. lock_waits NAME then prints seven
+# figures from the kernel's trace, and removes the instance: the writers' sleeps on the inode's
+# lock in write() (the rwsem's slow path under ext4_file_write_iter), in ns; of that, the time
+# during which some writer slept in its direct write's I/O wait (iomap_dio_rw); the rest; the
+# writers' I/O waits summed; how many sleeps of each kind; the events the trace lost. A sleep runs from the switch to
+# the wakeup (as iostack's do); a switch's stack is its CPU's next stack event (another CPU's
+# events may come between).
+lock_waits_start() {
+  ftrace_instance "$1" || return 1
+  echo 4096 >"$instance/buffer_size_kb" &&
+    echo 'prev_comm == "io_patterns"' >"$instance/events/sched/sched_switch/filter" &&
+    echo 'stacktrace if prev_comm == "io_patterns"' >"$instance/events/sched/sched_switch/trigger" &&
+    echo 'comm == "io_patterns"' >"$instance/events/sched/sched_waking/filter" &&
+    echo 1 >"$instance/events/sched/sched_switch/enable" &&
+    echo 1 >"$instance/events/sched/sched_waking/enable" &&
+    echo 1 >"$instance/tracing_on"
+}
+lock_waits() {
+  _lw="/sys/kernel/tracing/instances/iostack-$1"
+  [ -d "$_lw" ] || return 1
+  echo 0 >"$_lw/tracing_on"
+  # What the ring buffers lost (a full buffer overwrites): the figures are then not the truth.
+  _lost=$(awk '/^overrun:/ { n += $2 } END { print n + 0 }' "$_lw"/per_cpu/cpu*/stats)
+  echo "$(awk "$lock_waits_sweep" "$_lw/trace") $_lost"
+  echo '!stacktrace if prev_comm == "io_patterns"' >"$_lw/events/sched/sched_switch/trigger"
+  ftrace_instance_remove "$1" sched/sched_switch sched/sched_waking
+}
+lock_waits_sweep=$(
+  cat <<'AWK'
+function tstamp(   k) { for (k = 1; k <= NF; k++) if ($k ~ /^[0-9]+\.[0-9]+:$/) return substr($k, 1, length($k) - 1) + 0; return -1 }
+function cpu(   k) { for (k = 1; k <= NF; k++) if ($k ~ /^\[[0-9]+\]$/) return $k; return "" }
+function val(key,   k) { for (k = 1; k <= NF; k++) if (index($k, key "=") == 1) return substr($k, length(key) + 2); return "" }
+function advance(t) { if (last && t > last) { dt = t - last; if (nrw) { rw += dt * nrw; if (nio) rwio += dt * nrw; else rwoth += dt * nrw } if (nio) io += dt * nio } ; if (t > last) last = t }
+/sched_switch:/ { t = tstamp(); advance(t); pid = val("prev_pid"); st = val("prev_state"); c = cpu(); pend[c] = (st != "R" && st != "R+") ? pid : ""; sleeps += (pend[c] != ""); next }
+/<stack trace>/ { c = cpu(); cur = pend[c]; pend[c] = ""; frames = ""; next }
+/^ *=> / {
+  if (cur == "") next
+  frames = frames " " $2
+  if ($2 == "ext4_file_write_iter" && !(cur in kind)) {
+    if (frames ~ / rwsem_down_(write|read)_slowpath/) { kind[cur] = "rw"; nrw++; nrws++ }
+    else if (frames ~ / _*iomap_dio_rw/) { kind[cur] = "io"; nio++; nios++ }
+  }
+  next
+}
+/sched_waking:/ { t = tstamp(); advance(t); pid = val("pid"); if (pid in kind) { if (kind[pid] == "rw") nrw--; else nio--; delete kind[pid] } ; next }
+END { printf "%.0f %.0f %.0f %.0f %d %d\n", rw * 1e9, rwio * 1e9, rwoth * 1e9, io * 1e9, nrws, nios }
+AWK
+)
+
 # pattern NAME DISK PATTERN FILE N [IOSTACK ARGS]: io_patterns' PATTERN in the truth cgroup,
 # traced by iostack -d DISK (its thread, or its process when it has several); the helper's
 # output in NAME.wl, iostack's report in NAME.out. With $pin set (e.g. "taskset -c 0"), the
