@@ -29,6 +29,9 @@
 //!   off a CPU, so `read_off_ns` is 0. Then one read iocb on a descriptor open only for
 //!   writing, which the kernel refuses in its setup (EBADF): nothing follows it in flight to
 //!   take over its aio_kiocb, so a tracer that missed its end would hold it in flight for good.
+//! - `aio-writes`: the same with N O_DIRECT 4 KiB writes (its `write` figures), then one
+//!   IOCB_CMD_FSYNC of PATH, timed the same way (its `sync` figures), then a write iocb on a
+//!   descriptor open only for reading (EBADF in its setup).
 //!
 //! Files are made (and preallocated where the pattern overwrites) and flushed before anything
 //! is measured. With `--cgroup DIR` the process then moves into that cgroup (e.g. one whose blkio
@@ -540,10 +543,14 @@ fn pattern(
         }
         "aio-reads" => one(Arc::new(move || {
             let path = path.clone();
-            Box::new(move |_, calls: &mut Calls| aio_reads(&path, n, depth, calls))
+            Box::new(move |_, calls: &mut Calls| aio_direct(&path, n, depth, READ, calls))
+        })),
+        "aio-writes" => one(Arc::new(move || {
+            let path = path.clone();
+            Box::new(move |_, calls: &mut Calls| aio_direct(&path, n, depth, WRITE, calls))
         })),
         other => die(format!(
-            "unknown pattern {other} (dsync, direct-dsync, overwrite-fdatasync, overwrite-fsync, append-fsync, seqread, appenders, aio-unaligned, aio-reads)"
+            "unknown pattern {other} (dsync, direct-dsync, overwrite-fdatasync, overwrite-fsync, append-fsync, seqread, appenders, aio-unaligned, aio-reads, aio-writes)"
         )),
     }
 }
@@ -577,6 +584,7 @@ struct IoEvent {
 
 const IOCB_CMD_PREAD: u16 = 0;
 const IOCB_CMD_PWRITE: u16 = 1;
+const IOCB_CMD_FSYNC: u16 = 2;
 
 /// A native AIO context (io_setup), destroyed on drop. No maintained crate wraps Linux's AIO
 /// syscalls: libc has their numbers, and the two structures are a fixed ABI.
@@ -683,11 +691,16 @@ fn aio_unaligned(path: &str, n: usize, calls: &mut Calls) {
     unsafe { libc::close(fd) };
 }
 
-/// N reads of blocks 0, 1, 2... of `path`, `depth` in flight, each timed from before its
-/// io_submit to the return of the io_getevents that reaped it.
-fn aio_reads(path: &str, n: usize, depth: usize, calls: &mut Calls) {
-    let fd = open(path, libc::O_RDONLY | libc::O_DIRECT);
-    let bufs = Aligned::new(BLOCK * depth, 0);
+/// N reads (op READ) or writes (WRITE) of blocks 0, 1, 2... of `path`, `depth` in flight, each
+/// timed from before its io_submit to the return of the io_getevents that reaped it; after the
+/// writes, one fsync iocb, timed so. Then an iocb the kernel refuses in its setup (EBADF).
+fn aio_direct(path: &str, n: usize, depth: usize, op: usize, calls: &mut Calls) {
+    let (flags, opcode, what, other_flags) = match op {
+        READ => (libc::O_RDONLY, IOCB_CMD_PREAD, "read", libc::O_WRONLY),
+        _ => (libc::O_WRONLY, IOCB_CMD_PWRITE, "write", libc::O_RDONLY),
+    };
+    let fd = open(path, flags | libc::O_DIRECT);
+    let bufs = Aligned::new(BLOCK * depth, 0x33);
     let aio = Aio::setup(depth);
     // One iocb per slot, its address stable until its event names it back.
     let mut iocbs: Vec<Iocb> = (0..depth).map(|_| Iocb::default()).collect();
@@ -700,7 +713,7 @@ fn aio_reads(path: &str, n: usize, depth: usize, calls: &mut Calls) {
             let Some(slot) = free.pop() else { break };
             iocbs[slot] = Iocb {
                 data: slot as u64,
-                lio_opcode: IOCB_CMD_PREAD,
+                lio_opcode: opcode,
                 fildes: fd as u32,
                 // SAFETY: slot < depth: inside the allocation.
                 buf: unsafe { bufs.ptr.add(slot * BLOCK) } as u64,
@@ -716,32 +729,47 @@ fn aio_reads(path: &str, n: usize, depth: usize, calls: &mut Calls) {
         let now = monotonic_ns();
         for e in &events[..got] {
             if e.res != BLOCK as i64 {
-                die(format!("an aio read ended with {}", e.res));
+                die(format!("an aio {what} ended with {}", e.res));
             }
             let slot = e.data as usize;
-            calls.request(READ, now - started[slot]);
+            calls.request(op, now - started[slot]);
             free.push(slot);
             done += 1;
         }
     }
-    let wfd = open(path, libc::O_WRONLY | libc::O_DIRECT);
+    if op == WRITE {
+        let mut sync = Iocb {
+            lio_opcode: IOCB_CMD_FSYNC,
+            fildes: fd as u32,
+            ..Default::default()
+        };
+        let t0 = monotonic_ns();
+        aio.submit(&mut sync);
+        let mut ev = [IoEvent::default()];
+        aio.reap(&mut ev);
+        if ev[0].res != 0 {
+            die(format!("the aio fsync ended with {}", ev[0].res));
+        }
+        calls.request(SYNC, monotonic_ns() - t0);
+    }
+    let other = open(path, other_flags | libc::O_DIRECT);
     let mut refused = Iocb {
-        lio_opcode: IOCB_CMD_PREAD,
-        fildes: wfd as u32,
+        lio_opcode: opcode,
+        fildes: other as u32,
         buf: bufs.ptr as u64,
         nbytes: BLOCK as u64,
         ..Default::default()
     };
     match aio.try_submit(&mut refused) {
         Err(e) if e.raw_os_error() == Some(libc::EBADF) => {}
-        other => die(format!(
-            "a read iocb on a descriptor open for writing: {other:?}, not EBADF"
+        got => die(format!(
+            "a {what} iocb on a descriptor not open for it: {got:?}, not EBADF"
         )),
     }
     drop(aio);
     // SAFETY: our descriptors.
     unsafe {
-        libc::close(wfd);
+        libc::close(other);
         libc::close(fd);
     }
 }

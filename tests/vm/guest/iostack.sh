@@ -469,8 +469,51 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
       fail aio-reads "$(brief aio); io_patterns: $(head -c 300 "$IOSTACK_WORK/aio.wl")"
     fi
   fi
+  # The same with 20 writes, then an fsync iocb of the disk (null_blk keeps no volatile cache:
+  # no flush, so the sync request has no block I/O), then a write iocb the kernel refuses.
+  if delayed_disk aio-writes; then
+    start_logged "$IOSTACK_WORK/aiow.wl" "$helpers/io_patterns" aio-writes "/dev/$delayed" 20 --depth 4
+    aiow_w=$started
+    if wait_for_line 60 '^ready' "$IOSTACK_WORK/aiow.wl" && tool_start aiow -j -d "$delayed"; then
+      ms0=$(disk_write_ms "$delayed")
+      kill -USR1 "$aiow_w"
+      wait "$aiow_w"
+      ran=$?
+      ms=$(($(disk_write_ms "$delayed") - ms0))
+      tool_stop aiow
+      reqs=$(req_field aiow aio write requests)
+      ios=$(req_field aiow aio write ios)
+      sum=$(req_field aiow aio write latency.sum_ns)
+      dev=$(req_field aiow aio write device_ns)
+      parts=0
+      for k in to_device_ns device_ns between_io_ns after_io_ns no_io_ns; do
+        parts=$((parts + $(req_field aiow aio write "$k" | grep . || echo 0)))
+      done
+      syncs=$(req_field aiow aio sync requests)
+      sync_sum=$(req_field aiow aio sync latency.sum_ns)
+      sync_no_io=$(req_field aiow aio sync no_io_ns)
+      in_flight=$("$flat" "$(out_of aiow)" | awk '$1 ~ /^[0-9]+\.requests_in_flight$/ { v = $2 } END { print v }')
+      own=$(awk '$1 == "thread" { for (i = 3; i < NF; i++) if ($i == "write" && $(i + 1) == 20) print $(i + 2) }' "$IOSTACK_WORK/aiow.wl")
+      own_sync=$(awk '$1 == "thread" { for (i = 3; i < NF; i++) if ($i == "sync" && $(i + 1) == 1) print $(i + 2) }' "$IOSTACK_WORK/aiow.wl")
+      detail="20 writes, 4 in flight, an fsync, then a write refused: ${reqs:-no} write requests (${in_flight:-?} in flight at the end), ${ios:-no} block I/Os, ${sum:-0} ns (by their own clock ${own:-none} ns), its parts ${parts} ns, on the device ${dev:-0} ns, by the disk's own account ${ms} ms; ${syncs:-no} sync requests, ${sync_sum:-0} ns (by its own clock ${own_sync:-none} ns), with no block I/O ${sync_no_io:-0} ns"
+      log "aio-writes: $detail; $(cat "$IOSTACK_WORK/aiow.wl")"
+      # As aio-reads' (null_blk holds each write delay_ns from its issue).
+      if [ "$ran" = 0 ] && [ "${reqs:-0}" = 20 ] && [ "${in_flight:-x}" = 0 ] && [ "${ios:-0}" = 20 ] && [ "$parts" = "${sum:-x}" ] &&
+        [ -n "$own" ] && [ "${sum:-0}" -le "$own" ] && [ "${dev:-0}" -le $(((ms + 1) * 1000000)) ] &&
+        [ "${dev:-0}" -ge $((20 * delay_ns)) ] && [ "${syncs:-0}" = 1 ] && [ -n "$own_sync" ] &&
+        [ "${sync_sum:-0}" -gt 0 ] && [ "${sync_sum:-0}" -le "$own_sync" ] && [ "${sync_no_io:-x}" = "${sync_sum:-y}" ]; then
+        pass aio-writes "$detail"
+      else
+        fail aio-writes "$detail: $(brief aiow)"
+      fi
+    else
+      kill -KILL "$aiow_w" 2>/dev/null
+      fail aio-writes "$(brief aiow); io_patterns: $(head -c 300 "$IOSTACK_WORK/aiow.wl")"
+    fi
+  fi
 else
   na aio-reads "native AIO is not followed here (aio-unfollowed)"
+  na aio-writes "native AIO is not followed here (aio-unfollowed)"
   tool_run unfollowed -j 1 1
   said=$("$flat" "$(out_of unfollowed)" | awk '$1 == "0.requests_not_followed.aio" { $1 = ""; print }')
   if grep -q "native AIO (io_submit) is not followed: fs/aio.c has no tracepoints" "$ex" &&

@@ -92,6 +92,12 @@ disk_read_ms() {
   awk -v d="$1" '$3 == d { print $7; found = 1 } END { if (!found) print "none" }' /proc/diskstats
 }
 
+# disk_write_ms DISK: the milliseconds its writes took by the disk's own account (field 8 of
+# /proc/diskstats' counters, from each request's start to its end).
+disk_write_ms() {
+  awk -v d="$1" '$3 == d { print $11; found = 1 } END { if (!found) print "none" }' /proc/diskstats
+}
+
 # disk_read_pages DISK: the 4 KiB pages read from it so far (field 6 of /proc/diskstats, 512-byte
 # sectors, / 8): what the page cache brought in from that disk, counted when it was read, so a
 # page reclaimed since still counts (fincore, afterwards, would miss it).
