@@ -588,3 +588,72 @@ fn postgresqls_wal_syncs_are_counted_and_timed_as_postgresql_times_them_and_are_
         "no one else's I/O: {sync}"
     );
 }
+
+/// -P and --per-cgroup: fio's io_uring reads are its process's requests, and its cgroup's, to
+/// the request (fio's own `total_ios`), each row's parts adding up to its time.
+#[test]
+fn per_process_and_per_cgroup_hold_exactly_the_io_uring_requests_fio_made() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    let cg = Cgroup2::new("fio");
+    let name = format!("/{}", cg.dir.file_name().unwrap().to_string_lossy());
+    for (flag, key) in [
+        ("-P", "process_requests"),
+        ("--per-cgroup", "cgroup_requests"),
+    ] {
+        let ios = 40;
+        let tool = Running::start("iostack", &[flag, "-d", &dev.name, "-j"]);
+        let fio = fio_reads(
+            &cg.path(),
+            &dev.path,
+            ios,
+            "--ioengine=io_uring --iodepth=4",
+        );
+        let (code, out, err) = tool.interrupt();
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(fio["jobs"][0]["read"]["total_ios"], ios, "{fio}");
+        let r = report(&out);
+        let rows: Vec<&Value> = r[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{flag}: no {key} in {out}"))
+            .iter()
+            .filter(|row| row["interface"] == "io_uring" && row["op"] == "read")
+            .collect();
+        eprintln!("{flag}: {rows:?}");
+        assert!(!rows.is_empty(), "{flag}: no row of io_uring reads: {out}");
+        for row in &rows {
+            match flag {
+                "-P" => assert_eq!(row["comm"], "fio", "{flag}: not fio's: {row}"),
+                _ => assert_eq!(
+                    row["cgroup"],
+                    name.as_str(),
+                    "{flag}: not fio's cgroup: {row}"
+                ),
+            }
+            let parts: u64 = [
+                "to_device_ns",
+                "device_ns",
+                "between_io_ns",
+                "after_io_ns",
+                "no_io_ns",
+            ]
+            .iter()
+            .map(|k| row[k].as_u64().unwrap())
+            .sum();
+            assert_eq!(parts, row["total_ns"].as_u64().unwrap(), "{flag}: {row}");
+        }
+        let sum = |k: &str| -> u64 { rows.iter().map(|row| row[k].as_u64().unwrap()).sum() };
+        assert_eq!(sum("requests"), ios, "{flag}: fio's {ios} reads: {out}");
+        assert_eq!(sum("ios"), ios, "{flag}: one block I/O each: {out}");
+        // The same requests as the interface's row (nothing of fio's lost from the rows).
+        let all: u64 = r["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|row| row["interface"] == "io_uring" && row["op"] == "read")
+            .map(|row| row["requests"].as_u64().unwrap())
+            .sum();
+        assert_eq!(all, ios, "{flag}: {out}");
+    }
+}

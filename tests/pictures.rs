@@ -375,6 +375,7 @@ fn known_report(c: usize, parts: Option<[u64; PARTS]>) -> IostackReport {
         unwaited: [0; 6],
         processes: None,
         cgroups: None,
+        group_requests: None,
         losses: vec![],
         accounted: vec![],
     }

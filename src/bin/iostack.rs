@@ -44,7 +44,8 @@ struct IostackArgs {
     #[arg(long, value_name = "FS")]
     fs: Option<String>,
 
-    /// Per process: the 10 processes with the most time in I/O calls
+    /// Per process: the 10 processes with the most time in I/O calls, then the io_uring and AIO
+    /// requests per submitting process
     #[arg(short = 'P', long)]
     per_process: bool,
 

@@ -335,6 +335,7 @@ struct uring_req {
 	__u8 punted;
 	__u8 iface;    /* enum request_iface */
 	__u8 pad;
+	__u64 group;   /* -P: its submitter's process; --per-cgroup: its cgroup (at submission) */
 };
 
 /* Requests in flight, io_uring's and native AIO's (their keys are distinct objects' addresses,
@@ -360,6 +361,18 @@ struct {
 	__type(key, __u32);
 	__type(value, struct hist);
 } uring_hists SEC(".maps");
+
+/* -P or --per-cgroup only (user space sizes it; 1 entry otherwise): the requests of each
+ * submitter's process or cgroup, by (generation, interface * IOSTACK_OPS + op, group). One that
+ * finds no room is a loss, as a call's -P row is. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct group_key);
+	__type(value, struct uring_totals);
+} group_requests SEC(".maps");
+
+const struct uring_totals uring_totals_zero = {};
 
 /* --slow only (user space sizes it; 1 entry otherwise): each request's trail while it is in
  * flight, for its journey. */
@@ -1149,6 +1162,8 @@ static __always_inline int uring_submit_args(__u64 *args, bool typed)
 	if (!r.op)
 		return 0;
 	r.req = (__u64)req;
+	if (per_process || per_cgroup_depth)
+		r.group = call_group();
 	r.start = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&uring_reqs, &k, &r, BPF_ANY)) {
 		__sync_fetch_and_add(&uring_losses[1], 1);
@@ -1236,11 +1251,16 @@ static __always_inline void uring_parts(struct uring_req *r, __u64 now, __u64 *p
 	p[RPART_AFTER_IO] = now - end;
 }
 
-static __always_inline void uring_split(struct uring_totals *t, struct uring_req *r, __u64 now)
+/* A request of `lat`, its parts p, into totals. */
+static __always_inline void uring_add(struct uring_totals *t, struct uring_req *r, __u64 lat,
+				      __u64 *p)
 {
-	__u64 p[REQUEST_PARTS];
-
-	uring_parts(r, now, p);
+	t->requests++;
+	t->total_ns += lat;
+	if (lat > t->max_ns)
+		t->max_ns = lat;
+	t->punted += r->punted;
+	t->ios += r->ios;
 	t->to_device_ns += p[RPART_TO_DEVICE];
 	t->device_ns += p[RPART_DEVICE];
 	t->between_io_ns += p[RPART_BETWEEN_IO];
@@ -1281,6 +1301,28 @@ static __always_inline void send_request_journey(struct uring_req *r, struct uri
 	bpf_ringbuf_submit(e, 0);
 }
 
+/* -P or --per-cgroup: the request into its submitter's process's or cgroup's totals. */
+static __always_inline void group_request_ended(__u32 gen, struct uring_req *r, __u64 lat,
+						__u64 *p)
+{
+	struct group_key k = {
+		.gen = gen,
+		.op = (r->iface & 1) * IOSTACK_OPS + (r->op & (IOSTACK_OPS - 1)),
+		.id = r->group,
+	};
+	struct uring_totals *t = bpf_map_lookup_elem(&group_requests, &k);
+
+	if (!t) {
+		bpf_map_update_elem(&group_requests, &k, &uring_totals_zero, BPF_NOEXIST);
+		t = bpf_map_lookup_elem(&group_requests, &k);
+		if (!t) {
+			count_loss(LOSS_HIST_FULL);
+			return;
+		}
+	}
+	uring_add(t, r, lat, p);
+}
+
 /* A followed request's completion is posted now (its result `res`): its interface's totals
  * and latency for its operation, or with --slow its journey if it was that slow. */
 static __always_inline void async_request_ended(struct uring_req *r, struct uring_key *k,
@@ -1288,7 +1330,7 @@ static __always_inline void async_request_ended(struct uring_req *r, struct urin
 {
 	struct uring_totals *t;
 	struct hist *h;
-	__u64 lat = now > r->start ? now - r->start : 0;
+	__u64 lat = now > r->start ? now - r->start : 0, p[REQUEST_PARTS];
 	__u32 idx, gen;
 
 	if (want_journeys) {
@@ -1299,19 +1341,15 @@ static __always_inline void async_request_ended(struct uring_req *r, struct urin
 	gen = hist_gen & 1;
 	barrier_var(gen);
 	idx = ((r->iface & 1) * 2 + gen) * IOSTACK_OPS + (r->op & (IOSTACK_OPS - 1));
+	uring_parts(r, now, p);
 	t = bpf_map_lookup_elem(&uring_totals, &idx);
-	if (t) {
-		t->requests++;
-		t->total_ns += lat;
-		if (lat > t->max_ns)
-			t->max_ns = lat;
-		t->punted += r->punted;
-		t->ios += r->ios;
-		uring_split(t, r, now);
-	}
+	if (t)
+		uring_add(t, r, lat, p);
 	h = bpf_map_lookup_elem(&uring_hists, &idx);
 	if (h)
 		hist_record_exclusive(h, lat);
+	if (per_process || per_cgroup_depth)
+		group_request_ended(gen, r, lat, p);
 }
 
 /* io_uring_complete: the request's completion entry is posted (6.13+: (ctx, req, cqe), an
@@ -1421,6 +1459,8 @@ static __always_inline int aio_setup_entry(void *ctx, enum hook_flavour f)
 		r.op = aio_ops[cmd & (IOSTACK_IOCB_CMDS - 1)];
 	r.iface = IFACE_AIO;
 	r.req = k.a;
+	if (per_process || per_cgroup_depth)
+		r.group = call_group();
 	r.start = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&uring_reqs, &k, &r, BPF_ANY)) {
 		__sync_fetch_and_add(&uring_losses[1], 1);

@@ -45,8 +45,8 @@ use breakdown::{Breakdown, PARTS};
 use journey::{Journey, JourneyIo, RequestJourney, SlowEvent};
 use plan::IostackPlan;
 use report::{
-    CgroupRow, IostackReport, Layer, OpReport, ProcessRow, RequestLosses, RequestReport,
-    RequestSplit,
+    CgroupRow, GroupRequestRow, IostackReport, Layer, OpReport, ProcessRow, RequestGroup,
+    RequestLosses, RequestReport, RequestSplit,
 };
 
 crate::bpf_skeleton!(
@@ -361,6 +361,11 @@ fn load(
                 _ => 1,
             };
             open.maps.cgroup_totals.set_max_entries(cgroups)?;
+            // A process's or cgroup's requests of one operation and interface: room for as
+            // many as their calls have, for each interface.
+            open.maps
+                .group_requests
+                .set_max_entries(2 * processes.max(cgroups))?;
             if plan.stamps == crate::common::block::Stamps::Ours {
                 open.maps.starts.set_max_entries(request_map_entries())?;
             } else {
@@ -444,7 +449,18 @@ fn add_op_totals(sum: &mut types::op_totals, one: &types::op_totals) {
     sum.others_ios += one.others_ios;
 }
 
-/// A -P or --per-cgroup row's key as the kernel wrote it.
+/// A request's split as the kernel summed it.
+fn request_split(t: &types::uring_totals) -> RequestSplit {
+    RequestSplit {
+        to_device_ns: t.to_device_ns,
+        device_ns: t.device_ns,
+        between_io_ns: t.between_io_ns,
+        after_io_ns: t.after_io_ns,
+        no_io_ns: t.no_io_ns,
+    }
+}
+
+/// One CPU's request totals into the sum.
 fn add_uring_totals(sum: &mut types::uring_totals, one: &types::uring_totals) {
     sum.requests += one.requests;
     sum.total_ns += one.total_ns;
@@ -458,6 +474,7 @@ fn add_uring_totals(sum: &mut types::uring_totals, one: &types::uring_totals) {
     sum.no_io_ns += one.no_io_ns;
 }
 
+/// A -P or --per-cgroup row's key as the kernel wrote it.
 fn group_key(bytes: &[u8]) -> Result<types::group_key> {
     let mut key = types::group_key::default();
     plain::copy_from_bytes(&mut key, bytes).map_err(|e| anyhow!("bad group key: {e:?}"))?;
@@ -650,13 +667,7 @@ impl Iostack {
                         punted: t.punted,
                         max_ns: t.max_ns,
                         ios: t.ios,
-                        split: RequestSplit {
-                            to_device_ns: t.to_device_ns,
-                            device_ns: t.device_ns,
-                            between_io_ns: t.between_io_ns,
-                            after_io_ns: t.after_io_ns,
-                            no_io_ns: t.no_io_ns,
-                        },
+                        split: request_split(&t),
                         latency,
                     };
                     (op, row)
@@ -666,6 +677,70 @@ impl Iostack {
             rows.extend(these.into_iter().map(|(_, r)| r));
         }
         Ok(rows)
+    }
+
+    /// `-P` or `--per-cgroup`: the requests of generation `gen` per submitter's process (named
+    /// as its calls' row names it, else as /proc says, else `?`) or cgroup, operation and
+    /// interface; the most time first (-P), by cgroup (--per-cgroup).
+    fn group_requests(
+        &mut self,
+        gen: u32,
+        processes: Option<&[ProcessRow]>,
+    ) -> Result<Option<Vec<GroupRequestRow>>> {
+        if !self.opts.per_process && self.opts.per_cgroup.is_none() {
+            return Ok(None);
+        }
+        let drained = drain_percpu_hash(
+            &self.loaded.skel.maps.group_requests,
+            gen,
+            types::uring_totals::default(),
+            add_uring_totals,
+        )?;
+        let mut rows = Vec::new();
+        for (key_bytes, t) in drained {
+            let key = group_key(&key_bytes)?;
+            let (slot, op) = (key.op / OPS, key.op % OPS);
+            let group = match self.opts.per_process {
+                true => {
+                    let pid = key.id as u32;
+                    let comm = processes
+                        .and_then(|p| p.iter().find(|r| r.pid == pid))
+                        .map(|r| r.comm.clone())
+                        .or_else(|| {
+                            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                                .ok()
+                                .map(|c| c.trim_end().to_string())
+                        })
+                        .unwrap_or_else(|| "?".into());
+                    RequestGroup::Process { pid, comm }
+                }
+                false => RequestGroup::Cgroup(
+                    self.cgroups
+                        .as_mut()
+                        .context("internal: --per-cgroup without cgroup names")?
+                        .name(key.id),
+                ),
+            };
+            rows.push(GroupRequestRow {
+                group,
+                op: self.opts.op_name(op),
+                interface: if slot == 0 { "io_uring" } else { "aio" },
+                requests: t.requests,
+                punted: t.punted,
+                total_ns: t.total_ns,
+                max_ns: t.max_ns,
+                ios: t.ios,
+                split: request_split(&t),
+            });
+        }
+        rows.sort_by(|a, b| match (&a.group, &b.group) {
+            (RequestGroup::Cgroup(x), RequestGroup::Cgroup(y)) => x.cmp(y).then(a.op.cmp(&b.op)),
+            _ => b.total_ns.cmp(&a.total_ns),
+        });
+        if self.opts.per_process {
+            rows.truncate(TOP_PROCESSES);
+        }
+        Ok(Some(rows))
     }
 
     /// The requests not followed since the last report (the kernel's counts are cumulative).
@@ -821,6 +896,7 @@ impl IntervalTool for Iostack {
             None => None,
         };
         let requests = self.requests(gen)?;
+        let group_requests = self.group_requests(gen, processes.as_deref())?;
         let request_losses = self.new_request_losses()?;
         let unwaited = self.new_unwaited()?;
         let accounted = self.accounted()?;
@@ -840,6 +916,7 @@ impl IntervalTool for Iostack {
             unwaited,
             processes,
             cgroups,
+            group_requests,
             losses,
             accounted,
         };

@@ -238,6 +238,7 @@ mod tests {
             unwaited: [0; 6],
             processes: None,
             cgroups: None,
+            group_requests: None,
             losses: Vec::new(),
             accounted: Vec::new(),
         }

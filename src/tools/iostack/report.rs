@@ -75,6 +75,27 @@ pub struct CgroupRow {
     pub latency: LatencyHistogram,
 }
 
+/// Whose requests a `-P` or `--per-cgroup` row counts: their submitter's process or cgroup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestGroup {
+    Process { pid: u32, comm: String },
+    Cgroup(String),
+}
+
+/// `-P` or `--per-cgroup`: one process's or cgroup's requests of one operation and interface
+/// that posted their completion in the interval (the process or cgroup that submitted them).
+pub struct GroupRequestRow {
+    pub group: RequestGroup,
+    pub op: String,
+    pub interface: &'static str,
+    pub requests: u64,
+    pub punted: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub ios: u64,
+    pub split: RequestSplit,
+}
+
 /// One operation's requests of one interface that posted their completion in the interval.
 pub struct RequestReport {
     pub op: String,
@@ -168,6 +189,9 @@ pub struct IostackReport {
     pub processes: Option<Vec<ProcessRow>>,
     /// `--per-cgroup`: a row per cgroup and operation.
     pub cgroups: Option<Vec<CgroupRow>>,
+    /// `-P` or `--per-cgroup`: the requests, a row per process (or cgroup), operation and
+    /// interface.
+    pub group_requests: Option<Vec<GroupRequestRow>>,
     pub losses: Vec<(Loss, u64)>,
     pub accounted: Vec<(String, DiskTally)>,
 }
@@ -236,6 +260,9 @@ impl IostackReport {
         }
         if let Some(rows) = &self.cgroups {
             s.push_str(&cgroups_text(rows, self.unit));
+        }
+        if let Some(rows) = &self.group_requests {
+            s.push_str(&group_requests_text(rows, self.unit));
         }
         let unwaited: Vec<String> = KINDS
             .iter()
@@ -396,10 +423,44 @@ impl IostackReport {
                 })
                 .collect();
         }
+        if let Some(rows) = &self.group_requests {
+            let (key, rows): (&str, Vec<Value>) = group_requests_json(rows);
+            v[key] = rows.into();
+        }
         let mut line = v.to_string();
         line.push('\n');
         line
     }
+}
+
+/// `process_requests` (-P) or `cgroup_requests` (--per-cgroup): a row per group, operation and
+/// interface.
+fn group_requests_json(rows: &[GroupRequestRow]) -> (&'static str, Vec<Value>) {
+    let key = match rows.first().map(|r| &r.group) {
+        Some(RequestGroup::Cgroup(_)) => "cgroup_requests",
+        _ => "process_requests",
+    };
+    let rows = rows
+        .iter()
+        .map(|r| {
+            let mut o = match &r.group {
+                RequestGroup::Process { pid, comm } => json!({"pid": pid, "comm": comm}),
+                RequestGroup::Cgroup(c) => json!({"cgroup": c}),
+            };
+            o["op"] = r.op.clone().into();
+            o["interface"] = r.interface.into();
+            o["requests"] = r.requests.into();
+            o["punted"] = r.punted.into();
+            o["total_ns"] = r.total_ns.into();
+            o["max_ns"] = r.max_ns.into();
+            o["ios"] = r.ios.into();
+            for (k, _, ns) in r.split.parts() {
+                o[k] = ns.into();
+            }
+            o
+        })
+        .collect();
+    (key, rows)
 }
 
 impl Render for IostackReport {
@@ -540,6 +601,51 @@ fn processes_text(rows: &[ProcessRow], unit: Unit) -> String {
             unit,
         );
         s.push_str(&format!("{:<8} {:<16} {figures}\n", r.pid, r.comm));
+    }
+    s
+}
+
+/// A row per process (or cgroup), operation and interface of the requests: how many, their
+/// time, and its shares along their time line.
+fn group_requests_text(rows: &[GroupRequestRow], unit: Unit) -> String {
+    let u = unit.ns() as f64;
+    let short = unit.short_name();
+    let mut s = String::new();
+    for (i, r) in rows.iter().enumerate() {
+        let who = match &r.group {
+            RequestGroup::Process { pid, comm } => format!("{pid:<8} {comm:<16}"),
+            RequestGroup::Cgroup(c) => format!("{c:<CGROUP_WIDTH$}"),
+        };
+        if i == 0 {
+            let head = match &r.group {
+                RequestGroup::Process { .. } => format!("{:<8} {:<16}", "PID", "COMM"),
+                RequestGroup::Cgroup(_) => format!("{:<CGROUP_WIDTH$}", "CGROUP"),
+            };
+            s.push_str(&format!(
+                "\n{head} {:<16} {:>9} {:>12} {:>12} {:>6}  OF THEIR TIME\n",
+                "REQUESTS",
+                "COUNT",
+                format!("AVG({short})"),
+                format!("MAX({short})"),
+                "IOS"
+            ));
+        }
+        let parts: Vec<String> = r
+            .split
+            .parts()
+            .iter()
+            .filter(|(_, _, ns)| *ns > 0)
+            .map(|(_, text, ns)| format!("{text} {}", share(*ns, r.total_ns)))
+            .collect();
+        s.push_str(&format!(
+            "{who} {:<16} {:>9} {:>12} {:>12} {:>6}  {}\n",
+            format!("{} {}", r.op, r.interface),
+            r.requests,
+            fmt_value(r.total_ns as f64 / r.requests.max(1) as f64 / u),
+            fmt_value(r.max_ns as f64 / u),
+            r.ios,
+            parts.join(", ")
+        ));
     }
     s
 }

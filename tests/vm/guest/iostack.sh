@@ -474,13 +474,26 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
   if delayed_disk aio-writes; then
     start_logged "$IOSTACK_WORK/aiow.wl" "$helpers/io_patterns" aio-writes "/dev/$delayed" 20 --depth 4
     aiow_w=$started
-    if wait_for_line 60 '^ready' "$IOSTACK_WORK/aiow.wl" && tool_start aiow -j -d "$delayed"; then
+    # Beside it, -P: the requests are io_patterns' (its pid), wherever they complete.
+    if wait_for_line 60 '^ready' "$IOSTACK_WORK/aiow.wl" && tool_start aiow -j -d "$delayed" &&
+      tool_start aiow_p -j -P -d "$delayed"; then
       ms0=$(disk_write_ms "$delayed")
       kill -USR1 "$aiow_w"
       wait "$aiow_w"
       ran=$?
       ms=$(($(disk_write_ms "$delayed") - ms0))
       tool_stop aiow
+      tool_stop aiow_p
+      # io_patterns' rows of -P's requests: "OP REQUESTS", and the rows of any other process.
+      per_p=$("$flat" "$(out_of aiow_p)" | awk -v pid="$aiow_w" '
+        $1 ~ /^0\.process_requests\.[0-9]+\./ { split($1, k, "."); v[k[3], k[4]] = $2; n[k[3]] = 1 }
+        END {
+          for (i in n) {
+            if (v[i, "pid"] != pid || v[i, "interface"] != "\"aio\"") { others++; continue }
+            printf "%s %s ", v[i, "op"], v[i, "requests"]
+          }
+          printf "others %d\n", others + 0
+        }' | tr -d '"')
       reqs=$(req_field aiow aio write requests)
       ios=$(req_field aiow aio write ios)
       sum=$(req_field aiow aio write latency.sum_ns)
@@ -495,13 +508,14 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
       in_flight=$("$flat" "$(out_of aiow)" | awk '$1 ~ /^[0-9]+\.requests_in_flight$/ { v = $2 } END { print v }')
       own=$(awk '$1 == "thread" { for (i = 3; i < NF; i++) if ($i == "write" && $(i + 1) == 20) print $(i + 2) }' "$IOSTACK_WORK/aiow.wl")
       own_sync=$(awk '$1 == "thread" { for (i = 3; i < NF; i++) if ($i == "sync" && $(i + 1) == 1) print $(i + 2) }' "$IOSTACK_WORK/aiow.wl")
-      detail="20 writes, 4 in flight, an fsync, then a write refused: ${reqs:-no} write requests (${in_flight:-?} in flight at the end), ${ios:-no} block I/Os, ${sum:-0} ns (by their own clock ${own:-none} ns), its parts ${parts} ns, on the device ${dev:-0} ns, by the disk's own account ${ms} ms; ${syncs:-no} sync requests, ${sync_sum:-0} ns (by its own clock ${own_sync:-none} ns), with no block I/O ${sync_no_io:-0} ns"
+      detail="20 writes, 4 in flight, an fsync, then a write refused: ${reqs:-no} write requests (${in_flight:-?} in flight at the end), ${ios:-no} block I/Os, ${sum:-0} ns (by their own clock ${own:-none} ns), its parts ${parts} ns, on the device ${dev:-0} ns, by the disk's own account ${ms} ms; ${syncs:-no} sync requests, ${sync_sum:-0} ns (by its own clock ${own_sync:-none} ns), with no block I/O ${sync_no_io:-0} ns; -P: io_patterns' $per_p"
       log "aio-writes: $detail; $(cat "$IOSTACK_WORK/aiow.wl")"
       # As aio-reads' (null_blk holds each write delay_ns from its issue).
       if [ "$ran" = 0 ] && [ "${reqs:-0}" = 20 ] && [ "${in_flight:-x}" = 0 ] && [ "${ios:-0}" = 20 ] && [ "$parts" = "${sum:-x}" ] &&
         [ -n "$own" ] && [ "${sum:-0}" -le "$own" ] && [ "${dev:-0}" -le $(((ms + 1) * 1000000)) ] &&
         [ "${dev:-0}" -ge $((20 * delay_ns)) ] && [ "${syncs:-0}" = 1 ] && [ -n "$own_sync" ] &&
-        [ "${sync_sum:-0}" -gt 0 ] && [ "${sync_sum:-0}" -le "$own_sync" ] && [ "${sync_no_io:-x}" = "${sync_sum:-y}" ]; then
+        [ "${sync_sum:-0}" -gt 0 ] && [ "${sync_sum:-0}" -le "$own_sync" ] && [ "${sync_no_io:-x}" = "${sync_sum:-y}" ] &&
+        echo " $per_p" | grep -q ' write 20 ' && echo " $per_p" | grep -q ' sync 1 ' && echo "$per_p" | grep -q 'others 0$'; then
         pass aio-writes "$detail"
       else
         fail aio-writes "$detail: $(brief aiow)"
