@@ -29,6 +29,7 @@ const MUTANTS: &[&str] = &[
     "URING_BIO_UNLINKED",
     "URING_DEVICE_AS_QUEUE",
     "CHAIN_NOT_PASSED",
+    "URING_PUNT_LOST",
 ];
 
 fn main() {

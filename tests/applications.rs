@@ -657,3 +657,50 @@ fn per_process_and_per_cgroup_hold_exactly_the_io_uring_requests_fio_made() {
         assert_eq!(all, ios, "{flag}: {out}");
     }
 }
+
+/// fio's io_uring reads with IOSQE_ASYNC on each (`force_async=1`): the kernel hands every one
+/// to an io-wq worker (io_uring_queue_async_work), which issues it; iostack follows each from
+/// its submission in fio's thread through the worker to its completion entry, counted as fio
+/// counts them, each one punted, its block I/O leading back to it.
+#[test]
+fn io_uring_requests_a_worker_issues_are_followed_through_the_worker() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    let cg = Cgroup2::new("fio");
+    let ios = 30;
+    let tool = Running::start("iostack", &["-c", "fio", "-d", &dev.name, "-j"]);
+    let fio = fio_reads(
+        &cg.path(),
+        &dev.path,
+        ios,
+        "--ioengine=io_uring --iodepth=4 --force_async=1",
+    );
+    let (code, out, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fio["jobs"][0]["read"]["total_ios"], ios, "{fio}");
+    let r = report(&out);
+    assert_eq!(r["request_drops"]["no_start"], 0, "{out}");
+    let row = r["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["interface"] == "io_uring" && row["op"] == "read")
+        .unwrap_or_else(|| panic!("no io_uring reads: {out}"))
+        .clone();
+    eprintln!("force_async=1: {row}");
+    assert_eq!(row["requests"], ios, "fio's reads: {row}");
+    assert_eq!(row["punted"], ios, "each handed to a worker: {row}");
+    assert_eq!(row["ios"], ios, "each one block I/O, leading to it: {row}");
+    let parts: u64 = [
+        "to_device_ns",
+        "device_ns",
+        "between_io_ns",
+        "after_io_ns",
+        "no_io_ns",
+    ]
+    .iter()
+    .map(|k| row[k].as_u64().unwrap())
+    .sum();
+    assert_eq!(parts, row["latency"]["sum_ns"].as_u64().unwrap(), "{row}");
+}

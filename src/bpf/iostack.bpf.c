@@ -1189,6 +1189,11 @@ static __always_inline int uring_punt_args(__u64 *args, bool typed)
 	} else {
 		k.a = args[0];
 	}
+#ifdef IOSTACK_MUTANT_URING_PUNT_LOST
+	/* Mutant: a request handed to an io-wq worker is lost there (no longer in flight). */
+	bpf_map_delete_elem(&uring_reqs, &k);
+	return 0;
+#endif
 	r = bpf_map_lookup_elem(&uring_reqs, &k);
 	if (r)
 		r->punted = 1;
