@@ -530,6 +530,14 @@ fn io_uring_requests_are_counted_exactly_and_their_parts_add_up_to_their_latency
         .find(|(l, _)| l.ends_with("part=\"to_device\""))
         .map_or(0, |(_, v)| *v);
     assert!(to_device * 10 >= sum * 9, "{parts:?}");
+    // The page shows them as a person reads them: their row, fio's count, one block I/O each,
+    // none handed to a worker, their mean time (the latency's sum over the count).
+    let page = http_get(port, "/");
+    let row = format!(
+        "<tr><td>io_uring</td><td>read</td><td>{READS}</td><td>0</td><td>{READS}</td><td>{:.3} ms</td><td>to the device ",
+        sum as f64 / READS as f64 / 1e6
+    );
+    assert!(page.contains(&row), "no row {row} on the page: {page}");
     let (code, _, err) = tool.stop_with(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(code, 0, "{err}");
 }

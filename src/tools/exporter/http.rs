@@ -117,7 +117,8 @@ fn html_escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// `/`: where the I/O calls' time went, beside their heat map; readahead's pages; the losses;
+/// `/`: where the I/O calls' time went, beside their heat map; the io_uring and AIO requests;
+/// readahead's pages; the losses;
 /// each family's heat map of its last intervals; each layer, up or not, with its hooks or the
 /// reason. Inline SVG, nothing fetched from elsewhere: it works air-gapped. A link to /metrics.
 pub fn index(m: &Metrics, pictures: Result<Drawings, &str>) -> String {
@@ -139,6 +140,7 @@ pub fn index(m: &Metrics, pictures: Result<Drawings, &str>) -> String {
         ));
         page.push_str(&picture("breakdown", breakdown.svg()));
     }
+    page.push_str(&requests_table(m));
     page.push_str(&readahead_table(m));
     page.push_str(
         "<h2>Lost events</h2>\n<table>\n<tr><th>layer</th><th>reason</th><th>count</th></tr>\n",
@@ -181,6 +183,70 @@ fn picture(id: &str, svg: Result<String>) -> String {
 }
 
 /// The readahead layer's pages since the exporter started, and the share wasted.
+/// The io_uring and native AIO requests since the exporter started, a row per interface and
+/// operation that had any: how many, handed to a worker, their block I/O, their mean time, and
+/// its shares along their time line (the parts of iostack_request_seconds_total).
+fn requests_table(m: &Metrics) -> String {
+    use super::breakdown::{REQUESTS_PUNTED, REQUESTS_TOTAL, REQUEST_IOS, REQUEST_SECONDS};
+    let family = |name: &str| m.counters.iter().find(|f| f.name == name);
+    let Some(total) = family(REQUESTS_TOTAL.0) else {
+        return String::new();
+    };
+    let of = |name: &str, labels: &super::series::Labels| {
+        family(name).map_or(0, |f| f.series.get(labels).copied().unwrap_or(0))
+    };
+    const PARTS: [(&str, &str); 5] = [
+        ("to_device", "to the device"),
+        ("device", "on the device"),
+        ("between_io", "between block I/Os"),
+        ("after_io", "after the last block I/O"),
+        ("no_io", "with no block I/O"),
+    ];
+    let mut page = String::from(
+        "<h2>io_uring and AIO requests (since the exporter started)</h2>\n<table>\n\
+         <tr><th>interface</th><th>op</th><th>requests</th><th>handed to a worker</th>\
+         <th>block I/Os</th><th>mean</th><th>of their time</th></tr>\n",
+    );
+    let mut rows = 0;
+    for (labels, &n) in &total.series {
+        if n == 0 {
+            continue;
+        }
+        rows += 1;
+        let label = |k: &str| {
+            labels
+                .iter()
+                .find(|(key, _)| *key == k)
+                .map_or(String::new(), |(_, v)| html_escape(v))
+        };
+        let part_ns = |part: &str| {
+            let mut l = labels.clone();
+            l.push(("part", part.to_string()));
+            of(REQUEST_SECONDS.0, &l)
+        };
+        let sum: u64 = PARTS.iter().map(|(p, _)| part_ns(p)).sum();
+        let shares: Vec<String> = PARTS
+            .iter()
+            .filter(|(p, _)| part_ns(p) > 0)
+            .map(|(p, text)| format!("{text} {:.1}%", part_ns(p) as f64 * 100.0 / sum as f64))
+            .collect();
+        page.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{n}</td><td>{}</td><td>{}</td><td>{:.3} ms</td><td>{}</td></tr>\n",
+            label("interface"),
+            label("op"),
+            of(REQUESTS_PUNTED.0, labels),
+            of(REQUEST_IOS.0, labels),
+            sum as f64 / n as f64 / 1e6,
+            shares.join(", ")
+        ));
+    }
+    if rows == 0 {
+        page.push_str("<tr><td colspan=\"7\">none yet</td></tr>\n");
+    }
+    page.push_str("</table>\n");
+    page
+}
+
 fn readahead_table(m: &Metrics) -> String {
     let Some(pages) = m
         .counters
