@@ -200,6 +200,42 @@ fn fio_io_uring_reads(ios: u64, depth: u32, wait: Wait) -> UringReads {
     }
 }
 
+/// The five parts of a row of requests (`requests[]`, `process_requests[]`...), summed.
+fn request_parts(row: &Value) -> u64 {
+    [
+        "to_device_ns",
+        "device_ns",
+        "between_io_ns",
+        "after_io_ns",
+        "no_io_ns",
+    ]
+    .iter()
+    .map(|k| row[k].as_u64().unwrap_or_else(|| panic!("no {k}: {row}")))
+    .sum()
+}
+
+/// fio's `ios` O_DIRECT random reads of `dev` from cgroup `cg` with `options`, under `iostack
+/// ARGS -j`: iostack's report and its text, once fio counted all of them itself.
+fn fio_under_iostack(
+    args: &[&str],
+    cg: &Cgroup2,
+    dev: &LoopDevice,
+    ios: u64,
+    options: &str,
+) -> (Value, String) {
+    let mut all = args.to_vec();
+    all.push("-j");
+    let tool = Running::start("iostack", &all);
+    let fio = fio_reads(&cg.path(), &dev.path, ios, options);
+    let (code, out, err) = tool.interrupt();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        fio["jobs"][0]["read"]["total_ios"], ios,
+        "fio's own count: {fio}"
+    );
+    (report(&out), out)
+}
+
 /// The five parts of `ours` (a `requests[]` row) add up to the requests' time, every request
 /// had block I/O of its own, and one block request each (4 KiB, O_DIRECT): none of their time
 /// lies between two of theirs. Returns the requests' time.
@@ -210,15 +246,8 @@ fn split_adds_up(ours: &Value, depth: u32) -> u64 {
             .unwrap_or_else(|| panic!("no {key}: {ours}"))
     };
     let total = ours["latency"]["sum_ns"].as_u64().unwrap();
-    let parts = [
-        "to_device_ns",
-        "device_ns",
-        "between_io_ns",
-        "after_io_ns",
-        "no_io_ns",
-    ];
     assert_eq!(
-        parts.iter().map(|k| ns(k)).sum::<u64>(),
+        request_parts(ours),
         total,
         "iodepth {depth}: the parts add up to the requests' time: {ours}"
     );
@@ -603,17 +632,13 @@ fn per_process_and_per_cgroup_hold_exactly_the_io_uring_requests_fio_made() {
         ("--per-cgroup", "cgroup_requests"),
     ] {
         let ios = 40;
-        let tool = Running::start("iostack", &[flag, "-d", &dev.name, "-j"]);
-        let fio = fio_reads(
-            &cg.path(),
-            &dev.path,
+        let (r, out) = fio_under_iostack(
+            &[flag, "-d", &dev.name],
+            &cg,
+            &dev,
             ios,
             "--ioengine=io_uring --iodepth=4",
         );
-        let (code, out, err) = tool.interrupt();
-        assert_eq!(code, 0, "{err}");
-        assert_eq!(fio["jobs"][0]["read"]["total_ios"], ios, "{fio}");
-        let r = report(&out);
         let rows: Vec<&Value> = r[key]
             .as_array()
             .unwrap_or_else(|| panic!("{flag}: no {key} in {out}"))
@@ -631,17 +656,11 @@ fn per_process_and_per_cgroup_hold_exactly_the_io_uring_requests_fio_made() {
                     "{flag}: not fio's cgroup: {row}"
                 ),
             }
-            let parts: u64 = [
-                "to_device_ns",
-                "device_ns",
-                "between_io_ns",
-                "after_io_ns",
-                "no_io_ns",
-            ]
-            .iter()
-            .map(|k| row[k].as_u64().unwrap())
-            .sum();
-            assert_eq!(parts, row["total_ns"].as_u64().unwrap(), "{flag}: {row}");
+            assert_eq!(
+                request_parts(row),
+                row["total_ns"].as_u64().unwrap(),
+                "{flag}: {row}"
+            );
         }
         let sum = |k: &str| -> u64 { rows.iter().map(|row| row[k].as_u64().unwrap()).sum() };
         assert_eq!(sum("requests"), ios, "{flag}: fio's {ios} reads: {out}");
@@ -669,17 +688,13 @@ fn io_uring_requests_a_worker_issues_are_followed_through_the_worker() {
     let dev = LoopDevice::new(64);
     let cg = Cgroup2::new("fio");
     let ios = 30;
-    let tool = Running::start("iostack", &["-c", "fio", "-d", &dev.name, "-j"]);
-    let fio = fio_reads(
-        &cg.path(),
-        &dev.path,
+    let (r, out) = fio_under_iostack(
+        &["-c", "fio", "-d", &dev.name],
+        &cg,
+        &dev,
         ios,
         "--ioengine=io_uring --iodepth=4 --force_async=1",
     );
-    let (code, out, err) = tool.interrupt();
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(fio["jobs"][0]["read"]["total_ios"], ios, "{fio}");
-    let r = report(&out);
     assert_eq!(r["request_drops"]["no_start"], 0, "{out}");
     let row = r["requests"]
         .as_array()
@@ -692,15 +707,9 @@ fn io_uring_requests_a_worker_issues_are_followed_through_the_worker() {
     assert_eq!(row["requests"], ios, "fio's reads: {row}");
     assert_eq!(row["punted"], ios, "each handed to a worker: {row}");
     assert_eq!(row["ios"], ios, "each one block I/O, leading to it: {row}");
-    let parts: u64 = [
-        "to_device_ns",
-        "device_ns",
-        "between_io_ns",
-        "after_io_ns",
-        "no_io_ns",
-    ]
-    .iter()
-    .map(|k| row[k].as_u64().unwrap())
-    .sum();
-    assert_eq!(parts, row["latency"]["sum_ns"].as_u64().unwrap(), "{row}");
+    assert_eq!(
+        request_parts(&row),
+        row["latency"]["sum_ns"].as_u64().unwrap(),
+        "{row}"
+    );
 }

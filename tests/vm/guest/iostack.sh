@@ -409,21 +409,35 @@ fi
 # queued: the requests' time is their time on the device, which the disk counts itself. Last
 # it submits a read iocb on a descriptor open for writing, whose setup the kernel refuses
 # (EBADF): no request, and none left in flight.
+# aio_traced NAME PATTERN MS_FN BESIDE ARGS...: io_patterns' PATTERN (20 requests of the delayed
+# disk, 4 in flight; its log NAME.wl, its pid $aio_w) under `iostack -j -d DISK` (NAME) and,
+# beside it, `iostack -j -d DISK ARGS` (BESIDE), both stopped after it; $ran its exit status, $ms
+# what MS_FN (disk_read_ms, disk_write_ms) says its requests took. 1 if it could not start (it
+# is killed).
+aio_traced() {
+  _an=$1 _ap=$2 _ams=$3 _ab=$4
+  shift 4
+  start_logged "$IOSTACK_WORK/$_an.wl" "$helpers/io_patterns" "$_ap" "/dev/$delayed" 20 --depth 4
+  aio_w=$started
+  if ! wait_for_line 60 '^ready' "$IOSTACK_WORK/$_an.wl" || ! tool_start "$_an" -j -d "$delayed" ||
+    ! tool_start "$_ab" -j -d "$delayed" "$@"; then
+    kill -KILL "$aio_w" 2>/dev/null
+    return 1
+  fi
+  _ms0=$("$_ams" "$delayed")
+  kill -USR1 "$aio_w"
+  wait "$aio_w"
+  ran=$?
+  ms=$(($("$_ams" "$delayed") - _ms0))
+  tool_stop "$_an"
+  tool_stop "$_ab"
+}
+
 if grep -q "native AIO's iocbs followed" "$ex"; then
   na aio-unfollowed "native AIO is followed here (aio-reads)"
   if delayed_disk aio-reads; then
-    start_logged "$IOSTACK_WORK/aio.wl" "$helpers/io_patterns" aio-reads "/dev/$delayed" 20 --depth 4
-    aio_w=$started
     # Beside it, --slow: each read (50 ms) is a journey of its own.
-    if wait_for_line 60 '^ready' "$IOSTACK_WORK/aio.wl" && tool_start aio -j -d "$delayed" &&
-      tool_start aio_j -j -d "$delayed" --slow 10; then
-      ms0=$(disk_read_ms "$delayed")
-      kill -USR1 "$aio_w"
-      wait "$aio_w"
-      ran=$?
-      ms=$(($(disk_read_ms "$delayed") - ms0))
-      tool_stop aio
-      tool_stop aio_j
+    if aio_traced aio aio-reads disk_read_ms aio_j --slow 10; then
       "$flat" "$(out_of aio_j)" >"$IOSTACK_WORK/aio_j.flat"
       journeys=$(awk '$1 ~ /^[0-9]+\.interface$/ && $2 == "\"aio\"" { n++ } END { print n + 0 }' "$IOSTACK_WORK/aio_j.flat")
       # A journey whose parts do not add up to it, or whose block I/O is not its 50 ms read.
@@ -465,27 +479,16 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
         fail aio-reads "$detail: $(brief aio) $(head -c 600 "$(out_of aio_j)")"
       fi
     else
-      kill -KILL "$aio_w" 2>/dev/null
       fail aio-reads "$(brief aio); io_patterns: $(head -c 300 "$IOSTACK_WORK/aio.wl")"
     fi
   fi
   # The same with 20 writes, then an fsync iocb of the disk (null_blk keeps no volatile cache:
   # no flush, so the sync request has no block I/O), then a write iocb the kernel refuses.
   if delayed_disk aio-writes; then
-    start_logged "$IOSTACK_WORK/aiow.wl" "$helpers/io_patterns" aio-writes "/dev/$delayed" 20 --depth 4
-    aiow_w=$started
     # Beside it, -P: the requests are io_patterns' (its pid), wherever they complete.
-    if wait_for_line 60 '^ready' "$IOSTACK_WORK/aiow.wl" && tool_start aiow -j -d "$delayed" &&
-      tool_start aiow_p -j -P -d "$delayed"; then
-      ms0=$(disk_write_ms "$delayed")
-      kill -USR1 "$aiow_w"
-      wait "$aiow_w"
-      ran=$?
-      ms=$(($(disk_write_ms "$delayed") - ms0))
-      tool_stop aiow
-      tool_stop aiow_p
+    if aio_traced aiow aio-writes disk_write_ms aiow_p -P; then
       # io_patterns' rows of -P's requests: "OP REQUESTS", and the rows of any other process.
-      per_p=$("$flat" "$(out_of aiow_p)" | awk -v pid="$aiow_w" '
+      per_p=$("$flat" "$(out_of aiow_p)" | awk -v pid="$aio_w" '
         $1 ~ /^0\.process_requests\.[0-9]+\./ { split($1, k, "."); v[k[3], k[4]] = $2; n[k[3]] = 1 }
         END {
           for (i in n) {
@@ -521,7 +524,6 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
         fail aio-writes "$detail: $(brief aiow)"
       fi
     else
-      kill -KILL "$aiow_w" 2>/dev/null
       fail aio-writes "$(brief aiow); io_patterns: $(head -c 300 "$IOSTACK_WORK/aiow.wl")"
     fi
   fi
