@@ -367,9 +367,9 @@ static __always_inline void credit_flushes(struct completion_mark *m, __u64 *wai
  * and of its other sleeps exactly the spells its wakers waited for I/O (copied from theirs as
  * it is woken), so that a chain of wakers passes on when each link waited, not how much.
  * Keeping a sleep's share instead, spread evenly over it, gave 8 writers convoyed on one
- * file's lock other sleep 0.3-0.7 s over what ftrace's switches and wakeups said in 3 runs
- * of 28 (30 s of calls each, TCG guest, 6.12, 2026-11-29): a spell of the holder on a CPU is
- * at one end of a waiter's sleep, not spread over it. */
+ * file's lock 0.30-0.69 s more other sleep than ftrace's switches and wakeups said in 8 runs
+ * of 41 (30 s of calls each; 6.12 TCG guests, 7 side by side beside 2 CPU hogs, 2026-11-29):
+ * a spell of the holder on a CPU is at one end of a waiter's sleep, not spread over it. */
 struct io_history {
 	__u64 wait_start;              /* the in_iowait sleep in progress, 0 if none */
 	__u32 next;                    /* ring position of the next spell */

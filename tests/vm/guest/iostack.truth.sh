@@ -78,7 +78,7 @@ if mounted "$fast" "$mnt" ext4 noatime; then
     # 2026-11-29) had iostack's others' I/O 3.7-124.7 ms over the trace's (0.01-0.43% of the
     # calls' 28.9-33.5 s), its other sleep as much under, its own I/O 2.3-22.5 ms over: at
     # most 1% of the calls' time apart. Spreading a waker's share of I/O evenly over its sleep
-    # (before 2026-11-29) put 4 runs of 13 past that, up to 686 ms (2.0%).
+    # (before 2026-11-29) put 7 runs of 41 past that, up to 686 ms (2.0%).
     lock_ns=${1:-} lock_io=${2:-} lock_other=${3:-} their_io=${4:-} lost=${7:-x}
     own=$((io - others))
     apart=$((total / 100))
