@@ -430,6 +430,10 @@ fn main() {
     // it, so what the reader waited for a CPU between the two is in a tracer's account of the
     // call and not in the figures (`lead_ns`).
     let entered = Arc::new(AtomicU64::new(0));
+    // CLOCK_MONOTONIC just after its last read returned: the last figures are read after it, so
+    // what the reader waited for a CPU between the two is in the figures and not in a tracer's
+    // account of the call (`tail_ns`).
+    let left = Arc::new(AtomicU64::new(0));
     // Figures read before the reader's first call (reads that never wait, or --whole) are read
     // while it is awake (see above): it says it is (`awake`) and spins, yielding, until they
     // are (`go`).
@@ -442,7 +446,7 @@ fn main() {
     let reader = {
         let (start, done, read) = (start.clone(), done.clone(), read.clone());
         let finished = finished.clone();
-        let entered = entered.clone();
+        let (entered, left) = (entered.clone(), left.clone());
         let (awake, go) = (awake.clone(), go.clone());
         let prime_path = c_path.clone();
         thread::spawn(move || {
@@ -489,6 +493,7 @@ fn main() {
                     die(format!("read: {}", std::io::Error::last_os_error()));
                 }
             }
+            left.store(monotonic_ns(), Ordering::Relaxed);
             finished.store(true, Ordering::Relaxed);
             done.wait();
             read.wait();
@@ -574,7 +579,7 @@ fn main() {
         let _ = s.join();
     }
     println!(
-        "reads {} elapsed_ns {} exec_ns {} run_delay_ns {} timeslices {} blkio_ticks {} requests_missed {} lead_ns {}",
+        "reads {} elapsed_ns {} exec_ns {} run_delay_ns {} timeslices {} blkio_ticks {} requests_missed {} lead_ns {} tail_ns {}",
         if buffered { 1 } else { n },
         after.at_ns - before.at_ns,
         after.exec_ns - before.exec_ns,
@@ -584,6 +589,7 @@ fn main() {
         late,
         before
             .at_ns
-            .saturating_sub(entered.load(Ordering::Relaxed))
+            .saturating_sub(entered.load(Ordering::Relaxed)),
+        after.at_ns.saturating_sub(left.load(Ordering::Relaxed))
     );
 }
