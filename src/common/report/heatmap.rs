@@ -454,7 +454,8 @@ pub fn bucket_bound(slot: usize, unit: Unit) -> String {
 }
 
 /// The colour of `count` among counts up to `max`: on a log scale (ln count / ln max) along a
-/// ramp from pale yellow (one) to dark red (the most); darker always means more.
+/// ramp from pale yellow (one) to dark red (the most); darker means more, to one 8-bit step
+/// (counts a few percent apart near the top may share a colour).
 pub fn colour(count: u64, max: u64) -> RGBColor {
     const RAMP: [(f64, f64, f64); 3] = [
         (255.0, 237.0, 160.0),
