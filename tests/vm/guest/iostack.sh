@@ -433,6 +433,34 @@ aio_traced() {
   tool_stop "$_ab"
 }
 
+# aio_figures NAME OP: NAME's figures of its aio OP requests ($reqs, $ios, $sum their time, $dev
+# on the device, $parts the sum of their parts, $in_flight at the end) and io_patterns' own
+# clock for its 20 OPs ($own, from NAME.wl).
+aio_figures() {
+  reqs=$(req_field "$1" aio "$2" requests)
+  ios=$(req_field "$1" aio "$2" ios)
+  sum=$(req_field "$1" aio "$2" latency.sum_ns)
+  dev=$(req_field "$1" aio "$2" device_ns)
+  parts=0
+  for k in to_device_ns device_ns between_io_ns after_io_ns no_io_ns; do
+    parts=$((parts + $(req_field "$1" aio "$2" "$k" | grep . || echo 0)))
+  done
+  in_flight=$("$flat" "$(out_of "$1")" | awk '$1 ~ /^[0-9]+\.requests_in_flight$/ { v = $2 } END { print v }')
+  own=$(awk -v op="$2" '$1 == "thread" { for (i = 3; i < NF; i++) if ($i == op && $(i + 1) == 20) print $(i + 2) }' "$IOSTACK_WORK/$1.wl")
+}
+
+# aio_figures_hold: aio_traced's helper ran clean and aio_figures' figures are its 20 requests,
+# none left in flight, each with its one block I/O: their parts add up to their time, which lies
+# inside the helper's clock (io_submit's entry to the setup, the event to io_getevents' return:
+# 0.31-0.34 ms a read below it in the first runs, 1.1 ms beside a build; TCG, 2026-11-29), their
+# time on the device inside the disk's own account (from each block request's start, ours from
+# its issue), and null_blk holds each delay_ns from its issue.
+aio_figures_hold() {
+  [ "$ran" = 0 ] && [ "${reqs:-0}" = 20 ] && [ "${in_flight:-x}" = 0 ] && [ "${ios:-0}" = 20 ] &&
+    [ "$parts" = "${sum:-x}" ] && [ -n "$own" ] && [ "${sum:-0}" -le "$own" ] &&
+    [ "${dev:-0}" -le $(((ms + 1) * 1000000)) ] && [ "${dev:-0}" -ge $((20 * delay_ns)) ]
+}
+
 if grep -q "native AIO's iocbs followed" "$ex"; then
   na aio-unfollowed "native AIO is followed here (aio-reads)"
   if delayed_disk aio-reads; then
@@ -454,26 +482,10 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
           for (i in req) if (req[i] && (p[i] != lat[i] || dev[i] < d || op[i] != "\"IOCB_CMD_PREAD\"" || on[i] != disk)) n++
           print n + 0
         }' "$IOSTACK_WORK/aio_j.flat")
-      reqs=$(req_field aio aio read requests)
-      in_flight=$("$flat" "$(out_of aio)" | awk '$1 ~ /^[0-9]+\.requests_in_flight$/ { v = $2 } END { print v }')
-      ios=$(req_field aio aio read ios)
-      sum=$(req_field aio aio read latency.sum_ns)
-      dev=$(req_field aio aio read device_ns)
-      parts=0
-      for k in to_device_ns device_ns between_io_ns after_io_ns no_io_ns; do
-        parts=$((parts + $(req_field aio aio read "$k" | grep . || echo 0)))
-      done
-      own=$(awk '$1 == "thread" && $3 == "read" && $4 == 20 { print $5 }' "$IOSTACK_WORK/aio.wl")
+      aio_figures aio read
       detail="20 reads, 4 in flight, then one refused: ${reqs:-no} requests (${in_flight:-?} in flight at the end), ${ios:-no} block I/Os, ${sum:-0} ns (by their own clock ${own:-none} ns), its parts ${parts} ns, on the device ${dev:-0} ns, by the disk's own account ${ms} ms; --slow 10: $journeys journeys, $jbad not of a 50 ms read or not adding up"
       log "aio-reads: $detail; $(cat "$IOSTACK_WORK/aio.wl")"
-      # The requests' time lies inside the helper's clock (io_submit's entry to the setup, the
-      # event to io_getevents' return: 0.31-0.34 ms a read below it in the first runs, 1.1 ms
-      # beside a build; TCG, 2026-11-29), their time on the device inside the disk's own
-      # account (from each block request's start, ours from its issue), and null_blk holds each
-      # read delay_ns from its issue.
-      if [ "$ran" = 0 ] && [ "${reqs:-0}" = 20 ] && [ "${in_flight:-x}" = 0 ] && [ "${ios:-0}" = 20 ] && [ "$parts" = "${sum:-x}" ] &&
-        [ -n "$own" ] && [ "${sum:-0}" -le "$own" ] && [ "${dev:-0}" -le $(((ms + 1) * 1000000)) ] &&
-        [ "${dev:-0}" -ge $((20 * delay_ns)) ] && [ "$journeys" = 20 ] && [ "$jbad" = 0 ]; then
+      if aio_figures_hold && [ "$journeys" = 20 ] && [ "$jbad" = 0 ]; then
         pass aio-reads "$detail"
       else
         fail aio-reads "$detail: $(brief aio) $(head -c 600 "$(out_of aio_j)")"
@@ -497,26 +509,14 @@ if grep -q "native AIO's iocbs followed" "$ex"; then
           }
           printf "others %d\n", others + 0
         }' | tr -d '"')
-      reqs=$(req_field aiow aio write requests)
-      ios=$(req_field aiow aio write ios)
-      sum=$(req_field aiow aio write latency.sum_ns)
-      dev=$(req_field aiow aio write device_ns)
-      parts=0
-      for k in to_device_ns device_ns between_io_ns after_io_ns no_io_ns; do
-        parts=$((parts + $(req_field aiow aio write "$k" | grep . || echo 0)))
-      done
+      aio_figures aiow write
       syncs=$(req_field aiow aio sync requests)
       sync_sum=$(req_field aiow aio sync latency.sum_ns)
       sync_no_io=$(req_field aiow aio sync no_io_ns)
-      in_flight=$("$flat" "$(out_of aiow)" | awk '$1 ~ /^[0-9]+\.requests_in_flight$/ { v = $2 } END { print v }')
-      own=$(awk '$1 == "thread" { for (i = 3; i < NF; i++) if ($i == "write" && $(i + 1) == 20) print $(i + 2) }' "$IOSTACK_WORK/aiow.wl")
       own_sync=$(awk '$1 == "thread" { for (i = 3; i < NF; i++) if ($i == "sync" && $(i + 1) == 1) print $(i + 2) }' "$IOSTACK_WORK/aiow.wl")
       detail="20 writes, 4 in flight, an fsync, then a write refused: ${reqs:-no} write requests (${in_flight:-?} in flight at the end), ${ios:-no} block I/Os, ${sum:-0} ns (by their own clock ${own:-none} ns), its parts ${parts} ns, on the device ${dev:-0} ns, by the disk's own account ${ms} ms; ${syncs:-no} sync requests, ${sync_sum:-0} ns (by its own clock ${own_sync:-none} ns), with no block I/O ${sync_no_io:-0} ns; -P: io_patterns' $per_p"
       log "aio-writes: $detail; $(cat "$IOSTACK_WORK/aiow.wl")"
-      # As aio-reads' (null_blk holds each write delay_ns from its issue).
-      if [ "$ran" = 0 ] && [ "${reqs:-0}" = 20 ] && [ "${in_flight:-x}" = 0 ] && [ "${ios:-0}" = 20 ] && [ "$parts" = "${sum:-x}" ] &&
-        [ -n "$own" ] && [ "${sum:-0}" -le "$own" ] && [ "${dev:-0}" -le $(((ms + 1) * 1000000)) ] &&
-        [ "${dev:-0}" -ge $((20 * delay_ns)) ] && [ "${syncs:-0}" = 1 ] && [ -n "$own_sync" ] &&
+      if aio_figures_hold && [ "${syncs:-0}" = 1 ] && [ -n "$own_sync" ] &&
         [ "${sync_sum:-0}" -gt 0 ] && [ "${sync_sum:-0}" -le "$own_sync" ] && [ "${sync_no_io:-x}" = "${sync_sum:-y}" ] &&
         echo " $per_p" | grep -q ' write 20 ' && echo " $per_p" | grep -q ' sync 1 ' && echo "$per_p" | grep -q 'others 0$'; then
         pass aio-writes "$detail"
