@@ -32,6 +32,15 @@
 //! - `aio-writes`: the same with N O_DIRECT 4 KiB writes (its `write` figures), then one
 //!   IOCB_CMD_FSYNC of PATH, timed the same way (its `sync` figures), then a write iocb on a
 //!   descriptor open only for reading (EBADF in its setup).
+//! - `uring-worker-queue`: N buffered 4 KiB reads of PATH (a disk), 1 MiB apart (beyond its
+//!   readahead, which `POSIX_FADV_RANDOM` turns off as well) and evicted from the page cache
+//!   first, through io_uring: each handed to an io-wq worker (`IOSQE_ASYNC`), all N submitted in
+//!   one io_uring_enter, the ring's bounded workers capped at one
+//!   (`IORING_REGISTER_IOWQ_MAX_WORKERS`). The one worker reads them one at a time, waiting
+//!   for each block, so the k-th waits for a worker while the k-1 before it are read. It prints
+//!   `submitted N in NS ns`, the time of the io_uring_enter that handed them all over; its
+//!   `read` figures are the requests and their time by its own clock, from before the submission
+//!   to the reaping of each one's completion entry.
 //!
 //! Files are made (and preallocated where the pattern overwrites) and flushed before anything
 //! is measured. With `--cgroup DIR` the process then moves into that cgroup (e.g. one whose blkio
@@ -549,8 +558,12 @@ fn pattern(
             let path = path.clone();
             Box::new(move |_, calls: &mut Calls| aio_direct(&path, n, depth, WRITE, calls))
         })),
+        "uring-worker-queue" => one(Arc::new(move || {
+            let path = path.clone();
+            Box::new(move |_, calls: &mut Calls| uring_worker_queue(&path, n, calls))
+        })),
         other => die(format!(
-            "unknown pattern {other} (dsync, direct-dsync, overwrite-fdatasync, overwrite-fsync, append-fsync, seqread, appenders, aio-unaligned, aio-reads, aio-writes)"
+            "unknown pattern {other} (dsync, direct-dsync, overwrite-fdatasync, overwrite-fsync, append-fsync, seqread, appenders, aio-unaligned, aio-reads, aio-writes, uring-worker-queue)"
         )),
     }
 }
@@ -772,6 +785,75 @@ fn aio_direct(path: &str, n: usize, depth: usize, op: usize, calls: &mut Calls) 
         libc::close(other);
         libc::close(fd);
     }
+}
+
+/// `uring-worker-queue`: N buffered reads of `path`, 1 MiB apart and evicted first, each handed
+/// to the ring's one bounded io-wq worker, all submitted at once; each timed from before the
+/// submission to the reaping of its completion entry.
+fn uring_worker_queue(path: &str, n: usize, calls: &mut Calls) {
+    use io_uring::{opcode, squeue, types, IoUring};
+    const APART: usize = 1 << 20;
+    let fd = open(path, libc::O_RDONLY);
+    // SAFETY: our descriptor; advice only.
+    unsafe {
+        check(
+            "posix_fadvise(RANDOM)",
+            libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM) as isize,
+        );
+        check(
+            "posix_fadvise(DONTNEED)",
+            libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED) as isize,
+        );
+    }
+    let mut ring: IoUring = IoUring::new(n.next_power_of_two() as u32)
+        .unwrap_or_else(|e| die(format!("io_uring_setup: {e}")));
+    // [bounded, unbounded]: a block device's reads are bounded work; 0 leaves a kind as it is.
+    let mut max = [1u32, 0u32];
+    ring.submitter()
+        .register_iowq_max_workers(&mut max)
+        .unwrap_or_else(|e| die(format!("IORING_REGISTER_IOWQ_MAX_WORKERS: {e}")));
+    let bufs = Aligned::new(BLOCK * n, 0);
+    let t0 = monotonic_ns();
+    for i in 0..n {
+        // SAFETY: i < n: inside the allocation, which outlives the requests.
+        let buf = unsafe { bufs.ptr.add(i * BLOCK) };
+        let read = opcode::Read::new(types::Fd(fd), buf, BLOCK as u32)
+            .offset((i * APART) as u64)
+            .build()
+            .flags(squeue::Flags::ASYNC)
+            .user_data(i as u64);
+        // SAFETY: the buffer lives until the entry's completion is reaped below.
+        unsafe { ring.submission().push(&read) }
+            .unwrap_or_else(|_| die("the submission queue is full".into()));
+    }
+    // One io_uring_enter hands all N to io-wq; its time bounds how far apart they were handed.
+    match ring.submit() {
+        Ok(took) if took == n => {}
+        got => die(format!("io_uring_enter took {got:?} of {n} entries")),
+    }
+    println!("submitted {n} in {} ns", monotonic_ns() - t0);
+    std::io::stdout().flush().ok();
+    let mut done = 0;
+    while done < n {
+        if let Err(e) = ring.submit_and_wait(1) {
+            die(format!("io_uring_enter: {e}"));
+        }
+        let now = monotonic_ns();
+        for cqe in ring.completion() {
+            if cqe.result() != BLOCK as i32 {
+                die(format!(
+                    "read {} ended with {}",
+                    cqe.user_data(),
+                    cqe.result()
+                ));
+            }
+            calls.request(READ, now - t0);
+            done += 1;
+        }
+    }
+    drop(ring);
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
 }
 
 fn main() {

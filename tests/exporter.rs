@@ -518,7 +518,7 @@ fn io_uring_requests_are_counted_exactly_and_their_parts_add_up_to_their_latency
         .filter(|(l, _)| l.starts_with(&format!("{labels},part=")))
         .map(|(l, v)| (l, ns(v)))
         .collect();
-    assert_eq!(parts.len(), 5, "five parts: {m}");
+    assert_eq!(parts.len(), 6, "six parts: {m}");
     assert_eq!(
         parts.iter().map(|(_, v)| v).sum::<u64>(),
         sum,

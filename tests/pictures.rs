@@ -372,6 +372,7 @@ fn known_report(c: usize, parts: Option<[u64; PARTS]>) -> IostackReport {
         requests_in_flight: 0,
         missing: vec![],
         unfollowed: vec![],
+        worker_wait_unsplit: None,
         unwaited: [0; 6],
         processes: None,
         cgroups: None,

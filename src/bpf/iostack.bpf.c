@@ -336,6 +336,8 @@ struct uring_req {
 	__u8 iface;    /* enum request_iface */
 	__u8 pad;
 	__u64 group;   /* -P: its submitter's process; --per-cgroup: its cgroup (at submission) */
+	__u64 punt_at; /* handed to an io-wq worker (0: never) */
+	__u64 taken_at; /* a worker took it (0: not seen: not yet, or io_wq_submit_work not hooked) */
 };
 
 /* Requests in flight, io_uring's and native AIO's (their keys are distinct objects' addresses,
@@ -1134,6 +1136,27 @@ static __always_inline __u64 uring_user_data(struct io_kiocb *req)
 	return BPF_CORE_READ(req, cqe.user_data);
 }
 
+/* PF_IO_WORKER (include/linux/sched.h): an io_uring thread of its application (an io-wq
+ * worker, the SQPOLL thread). */
+#define IOSTACK_PF_IO_WORKER 0x00000010
+
+/* A request's submitter is selected. The SQPOLL thread (iou-sqp-PID, a thread of the
+ * application since 5.12 and on Debian's 5.10) consumes the application's SQEs: -c names the
+ * application, so there its leader's name is compared (its ids and cgroup are its own, and
+ * the application's). */
+static __always_inline bool submitter_selected(void)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+	char comm[IOSTACK_COMM_LEN];
+
+	if (!task_filter.has_comm || !(BPF_CORE_READ(t, flags) & IOSTACK_PF_IO_WORKER))
+		return current_selected();
+	if (!current_selected_but_comm())
+		return false;
+	BPF_CORE_READ_STR_INTO(&comm, t, group_leader, comm);
+	return comm_equal(comm);
+}
+
 /* io_uring_submit_req(req) (6.4+), io_uring_submit_sqe(req, force_nonblock) (6.1), or 5.15's
  * io_uring_submit_sqe(ctx, req, opcode, user_data, ...): the SQE is consumed, the request about
  * to be issued. */
@@ -1144,7 +1167,7 @@ static __always_inline int uring_submit_args(__u64 *args, bool typed)
 	struct io_kiocb *req;
 	__u8 opcode;
 
-	if (!current_selected())
+	if (!submitter_selected())
 		return 0;
 	if (uring_abi == URING_5_15) {
 		req = (struct io_kiocb *)args[1];
@@ -1195,10 +1218,38 @@ static __always_inline int uring_punt_args(__u64 *args, bool typed)
 	return 0;
 #endif
 	r = bpf_map_lookup_elem(&uring_reqs, &k);
-	if (r)
+	if (r) {
 		r->punted = 1;
+		if (!r->punt_at)
+			r->punt_at = bpf_ktime_get_ns();
+	}
 	return 0;
 }
+
+/* io_wq_submit_work(work): an io-wq worker takes a request it was handed; no tracepoint marks
+ * it, so it is hooked where fentry or kprobes work (plan_uring). The work is inside the
+ * io_kiocb: the request without a map. Its wait for a worker ends (the first time). */
+static __always_inline int uring_taken_entry(void *ctx, enum hook_flavour f)
+{
+	__u64 work = hook_arg(ctx, f, 0);
+	struct io_kiocb *req = (void *)(work - bpf_core_field_offset(struct io_kiocb, work));
+	struct io_kiocb___5_15 *old = (void *)req;
+	struct uring_key k = {.a = (__u64)req};
+	struct uring_req *r;
+
+	if (!work)
+		return 0;
+	if (uring_abi == URING_5_15) {
+		k.a = (__u64)BPF_CORE_READ(old, ctx);
+		k.b = BPF_CORE_READ(old, user_data);
+	}
+	r = bpf_map_lookup_elem(&uring_reqs, &k);
+	if (r && r->punt_at && !r->taken_at)
+		r->taken_at = bpf_ktime_get_ns();
+	return 0;
+}
+
+FUNC_ENTRY_HOOKS(uring_taken, uring_taken_entry)
 
 /* The request's file (the opened one, for an open: its result; NULL if it failed). */
 static __always_inline struct file *request_file(struct uring_req *r, __s64 res)
@@ -1225,10 +1276,25 @@ static __always_inline bool uring_file_passes(struct uring_req *r, __s64 res)
 	return f && file_passes(f);
 }
 
+/* The part of [from, to] a punted request waited for a worker (it was handed over, no worker
+ * had taken it yet): its wait clipped to it. */
+static __always_inline __u64 worker_wait_in(struct uring_req *r, __u64 from, __u64 to)
+{
+	__u64 a = r->punt_at, b = r->taken_at;
+
+	if (!a || !b)
+		return 0;
+	a = a < from ? from : a;
+	b = b > to ? to : b;
+	return b > a ? b - a : 0;
+}
+
 /* A request's time, [start, now], along its own time line: to its first block request's issue,
  * on the device (the union of its block requests there), between them, after the last one's
- * end; all of it without block I/O where it had none. Each bound is kept inside the ones
- * around it, so the parts add up to now - start exactly. */
+ * end; all of it without block I/O where it had none. A wait for an io-wq worker is carved from
+ * the time to its first block request (or from the whole, with none): a worker issues its I/O
+ * after taking it. Each bound is kept inside the ones around it, so the parts add up to now -
+ * start exactly. */
 static __always_inline void uring_parts(struct uring_req *r, __u64 now, __u64 *p)
 {
 	__u64 start = r->start < now ? r->start : now, end = r->io_end, first = r->first_issue;
@@ -1237,7 +1303,8 @@ static __always_inline void uring_parts(struct uring_req *r, __u64 now, __u64 *p
 	for (int i = 0; i < REQUEST_PARTS; i++)
 		p[i] = 0;
 	if (!r->ios || !end) {
-		p[RPART_NO_IO] = now - start;
+		p[RPART_WORKER_WAIT] = worker_wait_in(r, start, now);
+		p[RPART_NO_IO] = now - start - p[RPART_WORKER_WAIT];
 		return;
 	}
 	end = end < start ? start : end > now ? now : end;
@@ -1249,7 +1316,8 @@ static __always_inline void uring_parts(struct uring_req *r, __u64 now, __u64 *p
 	/* Mutant: the time on the device taken for time before it. */
 	p[RPART_TO_DEVICE] = first - start + dev;
 #else
-	p[RPART_TO_DEVICE] = first - start;
+	p[RPART_WORKER_WAIT] = worker_wait_in(r, start, first);
+	p[RPART_TO_DEVICE] = first - start - p[RPART_WORKER_WAIT];
 	p[RPART_DEVICE] = dev;
 #endif
 	p[RPART_BETWEEN_IO] = span - dev;
@@ -1271,6 +1339,7 @@ static __always_inline void uring_add(struct uring_totals *t, struct uring_req *
 	t->between_io_ns += p[RPART_BETWEEN_IO];
 	t->after_io_ns += p[RPART_AFTER_IO];
 	t->no_io_ns += p[RPART_NO_IO];
+	t->worker_wait_ns += p[RPART_WORKER_WAIT];
 }
 
 /* --slow: a request at least that slow, as its completion is posted: its journey. */

@@ -147,16 +147,19 @@ struct uring_totals {
 	__u64 after_io_ns;   /* its last block request's end to its completion posted (io_uring:
 			      * the completion's task work) */
 	__u64 no_io_ns;      /* requests with no block request of their own: their whole time */
+	__u64 worker_wait_ns; /* handed to an io-wq worker until one took it (io_wq_submit_work,
+			       * where it can be hooked), carved from to_device_ns or no_io_ns */
 };
 
-/* A request's time along its own time line (struct uring_totals' five parts, in order). */
+/* A request's time along its own time line (struct uring_totals' six parts, in order). */
 enum request_part {
 	RPART_TO_DEVICE = 0,
 	RPART_DEVICE = 1,
 	RPART_BETWEEN_IO = 2,
 	RPART_AFTER_IO = 3,
 	RPART_NO_IO = 4,
-	REQUEST_PARTS = 5,
+	RPART_WORKER_WAIT = 5,
+	REQUEST_PARTS = 6,
 };
 
 /* Block requests a request's journey lists. */

@@ -116,10 +116,9 @@ static __always_inline bool task_selected(__u32 tgid, __u32 tid, const char *com
 	return !task_filter.has_comm || comm_equal(comm);
 }
 
-/* The task running now. */
-static __always_inline bool current_selected(void)
+/* The task running now, but for its name: its ids and its cgroup. */
+static __always_inline bool current_selected_but_comm(void)
 {
-	char comm[IOSTACK_COMM_LEN];
 	__u64 id;
 
 	if (task_filter.tgid || task_filter.tid) {
@@ -129,7 +128,15 @@ static __always_inline bool current_selected(void)
 		if (task_filter.tid && (__u32)id != task_filter.tid)
 			return false;
 	}
-	if (!current_in_cgroup())
+	return current_in_cgroup();
+}
+
+/* The task running now. */
+static __always_inline bool current_selected(void)
+{
+	char comm[IOSTACK_COMM_LEN];
+
+	if (!current_selected_but_comm())
 		return false;
 	if (!task_filter.has_comm)
 		return true;

@@ -44,7 +44,7 @@ pub const REQUEST_IOS: (&str, &str) = (
 );
 pub const REQUEST_SECONDS: (&str, &str) = (
     "iostack_request_seconds",
-    "Time of the requests that posted their completion, by operation, interface and part along each request's time line: to_device (submission to its first block I/O's issue), device, between_io (none of its block I/Os on the device), after_io (its last block I/O's end to its completion), no_io (a request with no block I/O of its own); an operation's parts add up to its iostack_request_latency_seconds_sum",
+    "Time of the requests that posted their completion, by operation, interface and part along each request's time line: worker_wait (handed to an io-wq worker until one took it, where the kernel lets it be seen), to_device (the rest of submission to its first block I/O's issue), device, between_io (none of its block I/Os on the device), after_io (its last block I/O's end to its completion), no_io (a request with no block I/O of its own); an operation's parts add up to its iostack_request_latency_seconds_sum",
 );
 pub const REQUEST_LATENCY: (&str, &str) = (
     "iostack_request_latency_seconds",

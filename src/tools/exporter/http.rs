@@ -195,7 +195,8 @@ fn requests_table(m: &Metrics) -> String {
     let of = |name: &str, labels: &super::series::Labels| {
         family(name).map_or(0, |f| f.series.get(labels).copied().unwrap_or(0))
     };
-    const PARTS: [(&str, &str); 5] = [
+    const PARTS: [(&str, &str); 6] = [
+        ("worker_wait", "waiting for a worker"),
         ("to_device", "to the device"),
         ("device", "on the device"),
         ("between_io", "between block I/Os"),

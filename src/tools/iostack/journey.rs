@@ -246,6 +246,7 @@ fn split_json<S: serde::Serializer>(split: &RequestSplit, s: S) -> Result<S::Ok,
 /// A request's part as one request's journey says it (the report's words are plural).
 fn one_request(key: &str) -> &'static str {
     match key {
+        "worker_wait_ns" => "waiting for an io-wq worker",
         "to_device_ns" => "to the device",
         "device_ns" => "on the device",
         "between_io_ns" => "between its block I/Os",

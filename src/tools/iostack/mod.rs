@@ -183,6 +183,8 @@ pub struct Iostack {
     missing: Vec<report::MissingLayer>,
     /// The interfaces whose requests this kernel does not let us follow, and why.
     unfollowed: Vec<(&'static str, String)>,
+    /// Why a punted request's wait for an io-wq worker is not told apart here.
+    worker_wait_unsplit: Option<String>,
     /// To decode the requests of journeys.
     flags: crate::common::block::reqflags::RequestFlags,
     collector: HistogramCollector,
@@ -289,6 +291,7 @@ impl Tool for Iostack {
             opts: opts.clone(),
             missing: plan.missing.clone(),
             unfollowed: plan.unfollowed.clone(),
+            worker_wait_unsplit: plan.uring.worker_wait_unsplit.clone(),
             flags: plan.flags.clone(),
             collector: HistogramCollector::default(),
             disks: DiskNames::load(),
@@ -452,6 +455,7 @@ fn add_op_totals(sum: &mut types::op_totals, one: &types::op_totals) {
 /// A request's split as the kernel summed it.
 fn request_split(t: &types::uring_totals) -> RequestSplit {
     RequestSplit {
+        worker_wait_ns: t.worker_wait_ns,
         to_device_ns: t.to_device_ns,
         device_ns: t.device_ns,
         between_io_ns: t.between_io_ns,
@@ -472,6 +476,7 @@ fn add_uring_totals(sum: &mut types::uring_totals, one: &types::uring_totals) {
     sum.between_io_ns += one.between_io_ns;
     sum.after_io_ns += one.after_io_ns;
     sum.no_io_ns += one.no_io_ns;
+    sum.worker_wait_ns += one.worker_wait_ns;
 }
 
 /// A -P or --per-cgroup row's key as the kernel wrote it.
@@ -913,6 +918,7 @@ impl IntervalTool for Iostack {
             requests_in_flight: self.loaded.skel.maps.uring_reqs.keys().count() as u64,
             missing: self.missing.clone(),
             unfollowed: self.unfollowed.clone(),
+            worker_wait_unsplit: self.worker_wait_unsplit.clone(),
             unwaited,
             processes,
             cgroups,
@@ -1009,7 +1015,8 @@ impl Iostack {
                     ),
             ),
         };
-        let [to_device_ns, device_ns, between_io_ns, after_io_ns, no_io_ns] = e.parts;
+        let [to_device_ns, device_ns, between_io_ns, after_io_ns, no_io_ns, worker_wait_ns] =
+            e.parts;
         let io = t
             .reqs
             .iter()
@@ -1030,6 +1037,7 @@ impl Iostack {
             lat_ns: e.lat_ns,
             punted: e.punted != 0,
             split: RequestSplit {
+                worker_wait_ns,
                 to_device_ns,
                 device_ns,
                 between_io_ns,

@@ -235,6 +235,7 @@ mod tests {
             requests_in_flight: 0,
             missing: Vec::new(),
             unfollowed: Vec::new(),
+            worker_wait_unsplit: None,
             unwaited: [0; 6],
             processes: None,
             cgroups: None,

@@ -77,6 +77,9 @@ pub struct UringPlan {
     pub cqe_skip: u64,
     /// The opcodes followed, by number, and their names.
     pub names: Vec<(u32, &'static str)>,
+    /// Why a punted request's wait for an io-wq worker is not told apart here (it stays in
+    /// "to the device"); None where io_wq_submit_work is hooked.
+    pub worker_wait_unsplit: Option<String>,
 }
 
 /// What the native AIO programs need to know.
@@ -261,6 +264,7 @@ fn plan_uring(
         ops: [0; 64],
         cqe_skip: 0,
         names: Vec::new(),
+        worker_wait_unsplit: None,
     };
     let submit_req = prober.tracepoint_arity("io_uring_submit_req");
     let submit_sqe = prober.tracepoint_arity("io_uring_submit_sqe");
@@ -364,7 +368,50 @@ fn plan_uring(
         "io_uring_complete",
         format!("the CQE posted: the request ends; {why}"),
     );
+    uring.worker_wait_unsplit = plan_uring_taken(prober, plan);
     uring
+}
+
+/// An io-wq worker taking a request it was handed: no tracepoint marks it, so
+/// io_wq_submit_work is hooked where fentry or kprobes work. Where neither does, the request's
+/// wait for a worker stays in "to the device" (or "with no block I/O"): the reason is returned.
+fn plan_uring_taken(prober: &Prober, plan: &mut AttachPlan) -> Option<String> {
+    let hook = FunctionHook {
+        entry_role: "uring-taken",
+        exit_role: "",
+        function: "io_wq_submit_work",
+        module: None,
+        programs: FunctionPrograms {
+            fentry: "uring_taken_fentry",
+            kprobe: "uring_taken_kprobe",
+            exit: None,
+        },
+    };
+    let mut planned = AttachPlan::new(plan.tool);
+    match plan_function(prober, &mut planned, &hook) {
+        Ok(_) => {
+            for p in planned.programs {
+                let why = format!(
+                    "an io-wq worker takes a request it was handed: its wait for a worker ends (no tracepoint marks it); {}",
+                    p.why
+                );
+                plan.add(&p.role, p.program, p.flavor, &p.target, why);
+            }
+            plan.decide(
+                "io-wq",
+                "a punted request's wait for an io-wq worker is a part of its own, from io_uring_queue_async_work to io_wq_submit_work",
+            );
+            None
+        }
+        Err(e) => {
+            let why = format!("no tracepoint marks an io-wq worker taking a request, and io_wq_submit_work cannot be hooked here ({e})");
+            plan.decide(
+                "io-wq",
+                format!("a punted request's wait for an io-wq worker is counted in \"to the device\": {why}"),
+            );
+            Some(why)
+        }
+    }
 }
 
 /// The block I/O of requests (io_uring's, AIO's): a direct-I/O bio leads to its kiocb through

@@ -116,8 +116,11 @@ pub struct RequestReport {
 /// latency's sum to the nanosecond.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RequestSplit {
-    /// From submission to its first block request's issue to the device: its issue, a wait
-    /// for an io-wq worker, blk-throttle's hold, the OS queue, not yet told apart.
+    /// Handed to an io-wq worker, until one took it (where io_wq_submit_work can be hooked;
+    /// elsewhere it stays in the part it fell in).
+    pub worker_wait_ns: u64,
+    /// From submission to its first block request's issue to the device, but its wait for a
+    /// worker: its issue, blk-throttle's hold, the OS queue, not yet told apart.
     pub to_device_ns: u64,
     /// While one of its block requests was on the device.
     pub device_ns: u64,
@@ -133,8 +136,13 @@ pub struct RequestSplit {
 
 impl RequestSplit {
     /// Each part's JSON key, its text, and its value.
-    pub fn parts(&self) -> [(&'static str, &'static str, u64); 5] {
+    pub fn parts(&self) -> [(&'static str, &'static str, u64); 6] {
         [
+            (
+                "worker_wait_ns",
+                "waiting for an io-wq worker",
+                self.worker_wait_ns,
+            ),
             ("to_device_ns", "to the device", self.to_device_ns),
             ("device_ns", "on the device", self.device_ns),
             (
@@ -183,6 +191,8 @@ pub struct IostackReport {
     pub missing: Vec<MissingLayer>,
     /// The interfaces whose requests this kernel does not let us follow, and why.
     pub unfollowed: Vec<(&'static str, String)>,
+    /// Why a punted io_uring request's wait for a worker is not told apart on this kernel.
+    pub worker_wait_unsplit: Option<String>,
     /// Requests that ended on the traced disks that no traced call waited for, by kind.
     pub unwaited: [u64; 6],
     /// `-P`: the processes with the most time in calls, theirs first, up to ten.
@@ -293,6 +303,13 @@ impl IostackReport {
                 interface_name(interface)
             ));
         }
+        if let Some(why) = &self.worker_wait_unsplit {
+            if self.requests.iter().any(|r| r.punted > 0) {
+                s.push_str(&format!(
+                    "note: a punted request's wait for an io-wq worker is counted in \"to the device\" on this kernel: {why}\n"
+                ));
+            }
+        }
         let l = self.request_losses;
         if l.no_start > 0 {
             s.push_str(&format!(
@@ -385,6 +402,7 @@ impl IostackReport {
             .map(|(i, why)| (i.to_string(), json!(why)))
             .collect::<Map<_, _>>()
             .into();
+        v["worker_wait_not_split"] = json!(self.worker_wait_unsplit);
         v["requests_in_flight"] = json!(self.requests_in_flight);
         v["request_drops"] = json!({
             "no_start": self.request_losses.no_start,

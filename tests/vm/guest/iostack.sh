@@ -442,7 +442,7 @@ aio_figures() {
   sum=$(req_field "$1" aio "$2" latency.sum_ns)
   dev=$(req_field "$1" aio "$2" device_ns)
   parts=0
-  for k in to_device_ns device_ns between_io_ns after_io_ns no_io_ns; do
+  for k in worker_wait_ns to_device_ns device_ns between_io_ns after_io_ns no_io_ns; do
     parts=$((parts + $(req_field "$1" aio "$2" "$k" | grep . || echo 0)))
   done
   in_flight=$("$flat" "$(out_of "$1")" | awk '$1 ~ /^[0-9]+\.requests_in_flight$/ { v = $2 } END { print v }')
@@ -537,6 +537,49 @@ else
     pass aio-unfollowed "--explain and the report say so:$said"
   else
     fail aio-unfollowed "not said: report $said; $(grep aio "$ex")"
+  fi
+fi
+
+# --- io_uring: a request's wait for an io-wq worker -------------------------------------------
+
+# io_patterns' uring-worker-queue: 4 buffered reads of the delayed disk, 1 MiB apart and evicted
+# first, each handed to the ring's one bounded io-wq worker, all in one io_uring_enter of
+# `submit` ns. The worker takes them in turn (taken_k >= taken_(k-1) + delay_ns: each read waits
+# for its block), so by construction the k-th waits for it at least (k-1) delays less how much
+# later than the first it was handed over (at most `submit`): 6 delays less 3 `submit`s for the
+# 4. Each is read after it is taken (a delay at least), so their waits are at most their time
+# less 4 delays, and their time lies inside the helper's own clock.
+if delayed_disk uring-worker-wait; then
+  start_logged "$IOSTACK_WORK/uwq.wl" "$helpers/io_patterns" uring-worker-queue "/dev/$delayed" 4
+  uwq=$started
+  if wait_for_line 60 '^ready' "$IOSTACK_WORK/uwq.wl" && tool_start uwq -j -d "$delayed"; then
+    kill -USR1 "$uwq"
+    wait "$uwq"
+    ran=$?
+    tool_stop uwq
+    reqs=$(req_field uwq io_uring read requests)
+    punted=$(req_field uwq io_uring read punted)
+    sum=$(req_field uwq io_uring read latency.sum_ns)
+    waited=$(req_field uwq io_uring read worker_wait_ns)
+    parts=0
+    for k in worker_wait_ns to_device_ns device_ns between_io_ns after_io_ns no_io_ns; do
+      parts=$((parts + $(req_field uwq io_uring read "$k" | grep . || echo 0)))
+    done
+    own=$(awk '$1 == "thread" && $3 == "read" && $4 == 4 { print $5 }' "$IOSTACK_WORK/uwq.wl")
+    submit=$(awk '$1 == "submitted" { print $4 }' "$IOSTACK_WORK/uwq.wl")
+    unsplit=$("$flat" "$(out_of uwq)" | awk '$1 == "0.worker_wait_not_split" && $2 != "null" { $1 = ""; print }')
+    detail="4 buffered reads queued for one io-wq worker, handed over in ${submit:-?} ns: ${reqs:-no} requests, ${punted:-no} punted, ${sum:-0} ns (by their own clock ${own:-none} ns), its parts ${parts} ns, waiting for a worker ${waited:-0} ns (by construction at least $((6 * delay_ns - 3 * ${submit:-0})), at most $((${sum:-0} - 4 * delay_ns)))${unsplit:+; not split:$unsplit}"
+    log "uring-worker-wait: $detail; $(cat "$IOSTACK_WORK/uwq.wl")"
+    if [ "$ran" = 0 ] && [ "${reqs:-0}" = 4 ] && [ "${punted:-0}" = 4 ] && [ "$parts" = "${sum:-x}" ] &&
+      [ -n "$own" ] && [ "${sum:-0}" -le "$own" ] && [ -n "$submit" ] && [ -z "$unsplit" ] &&
+      [ "${waited:-0}" -ge $((6 * delay_ns - 3 * submit)) ] && [ "${waited:-0}" -le $((${sum:-0} - 4 * delay_ns)) ]; then
+      pass uring-worker-wait "$detail"
+    else
+      fail uring-worker-wait "$detail: $(brief uwq)"
+    fi
+  else
+    kill -KILL "$uwq" 2>/dev/null
+    fail uring-worker-wait "$(brief uwq); io_patterns: $(head -c 300 "$IOSTACK_WORK/uwq.wl")"
   fi
 fi
 
