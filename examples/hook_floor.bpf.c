@@ -17,6 +17,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 SEC("raw_tp/sys_enter")
 int floor_enter(void *ctx)
@@ -190,19 +191,25 @@ int BPF_PROG(essential_bio_queue, struct bio *bio)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(essential_rq_complete, struct request *rq)
+/* The call a completed request's first bio was for. */
+static __always_inline void essential_call_io_ended(struct request *rq)
 {
 	__u64 key = (__u64)rq->bio;
 	struct essential_bio *b;
 
 	if (!key)
-		return 0;
+		return;
 	b = bpf_map_lookup_elem(&essential_bios, &key);
 	if (!b || !b->ts)
-		return 0;
+		return;
 	b->ts = 0;
 	essential_add(2, 1);
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(essential_rq_complete, struct request *rq)
+{
+	essential_call_io_ended(rq);
 	return 0;
 }
 
@@ -213,6 +220,108 @@ int BPF_PROG(essential_waking, struct task_struct *p)
 
 	if (c && c->start)
 		essential_add(3, bpf_ktime_get_ns() - c->start);
+	return 0;
+}
+
+/* ---- the essential work of a per-request breakdown (benches/uring-cost) ------------------------
+ *
+ * The least any breakdown of io_uring requests does on iostack's hooks (6.13+'s tracepoints,
+ * the host's): a request's start under its io_kiocb from its submission to its completion
+ * entry; at a block request's completion, the request its bio was made for, with no map (the
+ * bench's reads are a block device's single-bio direct I/O: the bio is inside its blkdev_dio,
+ * whose iocb is the request's start), its block I/O and time on the device counted there; at
+ * the completion entry, its time and device time summed and its entry removed. */
+
+struct essential_req {
+	__u64 start;
+	__u64 device_ns;
+	__u64 ios;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct essential_req);
+} essential_reqs SEC(".maps");
+
+/* [0]: requests, [1]: their time, [2]: their time on the device, [3]: their block I/Os. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, __u64);
+} essential_req_sums SEC(".maps");
+
+/* blkdev_bio_end_io_async, from kallsyms (hook_floor.rs). */
+const volatile __u64 blkdev_async_end_io = 0;
+
+static __always_inline void essential_req_add(__u32 i, __u64 v)
+{
+	__u64 *p = bpf_map_lookup_elem(&essential_req_sums, &i);
+
+	if (p)
+		*p += v;
+}
+
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(essential_uring_submit, struct io_kiocb *req)
+{
+	struct essential_req v = {.start = bpf_ktime_get_ns()};
+	__u64 key = (__u64)req;
+
+	bpf_map_update_elem(&essential_reqs, &key, &v, BPF_ANY);
+	return 0;
+}
+
+/* A block request completes: the call its bio was for (as essential_rq_complete), and the
+ * request. One program, as iostack's. */
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(essential_uring_rq_complete, struct request *rq)
+{
+	struct bio *bio = rq->bio;
+	struct blkdev_dio *dio;
+	struct essential_req *r;
+	__u64 key;
+
+	essential_call_io_ended(rq);
+	if (!bio || (__u64)bio->bi_end_io != blkdev_async_end_io)
+		return 0;
+	dio = (void *)bio - bpf_core_field_offset(struct blkdev_dio, bio);
+	key = (__u64)BPF_CORE_READ(dio, iocb);
+	r = bpf_map_lookup_elem(&essential_reqs, &key);
+	if (!r)
+		return 0;
+	r->ios++;
+	r->device_ns += bpf_ktime_get_ns() - rq->io_start_time_ns;
+	return 0;
+}
+
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(essential_uring_complete, void *ring, struct io_kiocb *req)
+{
+	__u64 key = (__u64)req;
+	struct essential_req *r = bpf_map_lookup_elem(&essential_reqs, &key);
+
+	if (!r)
+		return 0;
+	essential_req_add(0, 1);
+	essential_req_add(1, bpf_ktime_get_ns() - r->start);
+	essential_req_add(2, r->device_ns);
+	essential_req_add(3, r->ios);
+	bpf_map_delete_elem(&essential_reqs, &key);
+	return 0;
+}
+
+SEC("tp_btf/io_uring_submit_req")
+int floor_uring_submit(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/io_uring_complete")
+int floor_uring_complete(void *ctx)
+{
 	return 0;
 }
 

@@ -15,6 +15,11 @@
 //!   execute_end (a loop device's worker);
 //! - `iostack-essential`: the same hooks, with the least a per-call breakdown does there
 //!   (examples/hook_floor.bpf.c, `essential_*`): the workqueue's programs stay empty;
+//! - `uring-hooks`: every hook iostack runs a program on for an O_DIRECT io_uring read of a
+//!   block device: `iostack-hooks`' and io_uring_submit_req and io_uring_complete (6.13+'s);
+//! - `uring-essential`: the same hooks, with the least a per-request breakdown does there
+//!   (`essential_uring_*`: a request's start, its block I/O linked to it at completion with no
+//!   map, its time at its completion entry) beside `iostack-essential`'s for the calls;
 //! - `syscall-tracepoints`: those syscall hooks alone (syslat's);
 //! - `syscall-essential`: the same, with the least a syscall latency tool does there (a call's
 //!   start in its thread's task storage, its latency summed at exit: `essential_enter/exit`);
@@ -36,6 +41,16 @@ fn die(msg: String) -> ! {
     std::process::exit(1)
 }
 
+/// A kernel symbol's address from /proc/kallsyms (root reads real addresses).
+fn ksym(name: &str) -> Option<u64> {
+    std::fs::read_to_string("/proc/kallsyms")
+        .ok()?
+        .lines()
+        .find(|l| l.split_whitespace().nth(2) == Some(name))
+        .and_then(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())
+        .filter(|&a| a != 0)
+}
+
 fn main() {
     let set = std::env::args().nth(1).unwrap_or_else(|| "syscalls".into());
     let (syscalls, switch, wakeups, complete, submit) = match set.as_str() {
@@ -43,18 +58,33 @@ fn main() {
         "switch" => (false, true, false, false, false),
         "iostack" => (true, true, true, false, false),
         "iostack-kept" => (true, false, true, false, false),
-        "iostack-hooks" | "iostack-essential" => (true, false, true, true, true),
+        "iostack-hooks" | "iostack-essential" | "uring-hooks" | "uring-essential" => {
+            (true, false, true, true, true)
+        }
         "syscall-tracepoints" | "syscall-essential" => (true, false, false, false, false),
         "block" => (false, false, false, true, false),
         "block-submit" => (false, false, false, true, true),
         "rastat" => (false, false, false, false, false),
         other => die(format!(
-            "unknown set '{other}': syscalls, switch, iostack, iostack-kept, iostack-hooks, iostack-essential, syscall-tracepoints, syscall-essential, block, block-submit or rastat"
+            "unknown set '{other}': syscalls, switch, iostack, iostack-kept, iostack-hooks, iostack-essential, uring-hooks, uring-essential, syscall-tracepoints, syscall-essential, block, block-submit or rastat"
         )),
     };
     let pages = set == "rastat";
-    let essential = matches!(set.as_str(), "iostack-essential" | "syscall-essential");
-    let workqueue = matches!(set.as_str(), "iostack-hooks" | "iostack-essential");
+    let uring = matches!(set.as_str(), "uring-hooks" | "uring-essential");
+    let essential = matches!(
+        set.as_str(),
+        "iostack-essential" | "syscall-essential" | "uring-essential"
+    );
+    let workqueue = matches!(
+        set.as_str(),
+        "iostack-hooks" | "iostack-essential" | "uring-hooks" | "uring-essential"
+    );
+    // Where a block device's single-bio direct I/O ends: its bio leads to its request.
+    let blkdev_async_end_io = match uring && essential {
+        true => ksym("blkdev_bio_end_io_async")
+            .unwrap_or_else(|| die("no blkdev_bio_end_io_async in /proc/kallsyms".into())),
+        false => 0,
+    };
     // The per-syscall tracepoints where the tools would use them (tracefs mounted).
     let tracefs = std::path::Path::new("/sys/kernel/tracing/events/syscalls").is_dir();
     if essential && !tracefs {
@@ -65,6 +95,8 @@ fn main() {
         "iostack-kept"
             | "iostack-hooks"
             | "iostack-essential"
+            | "uring-hooks"
+            | "uring-essential"
             | "syscall-tracepoints"
             | "syscall-essential"
     ) && tracefs;
@@ -102,7 +134,23 @@ fn main() {
             p.essential_exit.set_autoload(essential);
             p.essential_waking.set_autoload(essential && wakeups);
             p.essential_bio_queue.set_autoload(essential && submit);
-            p.essential_rq_complete.set_autoload(essential && complete);
+            p.essential_rq_complete
+                .set_autoload(essential && complete && !uring);
+            p.essential_uring_rq_complete
+                .set_autoload(essential && uring);
+            p.essential_uring_submit.set_autoload(essential && uring);
+            p.essential_uring_complete.set_autoload(essential && uring);
+            p.floor_uring_submit.set_autoload(uring && !essential);
+            p.floor_uring_complete.set_autoload(uring && !essential);
+            open.maps
+                .essential_reqs
+                .set_autocreate(essential && uring)?;
+            open.maps
+                .essential_req_sums
+                .set_autocreate(essential && uring)?;
+            if let Some(rodata) = open.maps.rodata_data.as_deref_mut() {
+                rodata.blkdev_async_end_io = blkdev_async_end_io;
+            }
             // Task storage for tracing programs is 5.11+: the essential set's maps are made only
             // for it (5.10's matrix guest loads the rastat set from the same object).
             open.maps.essential_calls.set_autocreate(essential)?;
