@@ -309,6 +309,11 @@ TP_TWINS(sched_wakeup, wakeup, wakeup_args)
  * consumed, in the submitter, the SQPOLL thread or a retry) to its completion entry (the CQE
  * posted), by the io_uring tracepoints, whoever runs it meanwhile (inline, an io-wq worker). */
 const volatile __u8 uring_abi = URING_NONE;
+
+/* PF_IO_WORKER (include/linux/sched.h): an io_uring thread of its application (an io-wq
+ * worker, the SQPOLL thread). */
+#define IOSTACK_PF_IO_WORKER 0x00000010
+
 /* An opcode's operation slot (0: not followed). */
 const volatile __u8 uring_ops[IOSTACK_URING_OPCODES] = {};
 /* REQ_F_CQE_SKIP (5.17+, from BTF): a request that posts no completion entry when it succeeds
@@ -496,6 +501,23 @@ static __always_inline void request_trail_add(struct uring_key *k)
 	t->nreq = n + 1;
 }
 
+/* A block request of request r (key k), issued at `issue` (0: unknown), ends: its block I/O,
+ * its time on the device and its end. */
+static __always_inline void request_io_ended(struct uring_req *r, struct uring_key *k,
+					     __u64 issue, __u64 now)
+{
+	r->ios++;
+	/* Its block requests may end on two CPUs at once: the last end is the latest. */
+	if (now > r->io_end)
+		r->io_end = now;
+	issue = issue && issue < now ? issue : now;
+	if (!r->first_issue || issue < r->first_issue)
+		r->first_issue = issue;
+	runs_add(&r->dev, issue, now);
+	if (want_journeys)
+		request_trail_add(k);
+}
+
 /* A block request ends, issued at `issue` (0: unknown): each io_uring request its bios were
  * made for counts it, its device time and its end. True if any did. One function the verifier
  * checks once on its own (as own_request_ended_now). */
@@ -525,21 +547,64 @@ __noinline int uring_request_io_ended(__u64 bio, __u64 issue, __u64 now)
 			continue;
 		last = k;
 		any = true;
-		r->ios++;
-		/* Its block requests may end on two CPUs at once: the last end is the latest. */
-		if (now > r->io_end)
-			r->io_end = now;
-		issue = issue && issue < now ? issue : now;
-		if (!r->first_issue || issue < r->first_issue)
-			r->first_issue = issue;
-		runs_add(&r->dev, issue, now);
-		if (want_journeys)
-			request_trail_add(&k);
+		request_io_ended(r, &k, issue, now);
 	}
 	return any;
 }
 
+/* A block request ends whose first bio an io-wq worker submitted for the request it ran (its
+ * origin's key, bio_origin_call): a buffered read's, a sync's writeback. True if it counted. One
+ * function the verifier checks once on its own. */
+__noinline int worker_request_io_ended(__u64 a, __u64 b, __u64 issue, __u64 now)
+{
+	struct uring_key k = {.a = a, .b = b};
+	struct uring_req *r;
+
+	if (!a)
+		return 0;
+	r = bpf_map_lookup_elem(&uring_reqs, &k);
+	if (!r)
+		return 0;
+	request_io_ended(r, &k, issue, now);
+	return 1;
+}
+
 /* ---- block I/O ------------------------------------------------------------------------------ */
+
+/* 5.15's io_uring (Debian's 5.10) finds its io-wq worker here. */
+struct task_struct___5_15 {
+	void *pf_io_worker;
+} __attribute__((preserve_access_index));
+
+/* An io-wq worker's bio is for the request it runs: its task's io_worker's cur_work is inside
+ * the request's io_kiocb (a buffered read a worker makes, a sync's writeback). Its key goes with
+ * the bio's origin. */
+static __always_inline void origin_worker_request(struct bio_origin *o)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+	struct io_kiocb___5_15 *old;
+	struct io_worker *w;
+	__u64 work;
+
+	if (uring_abi == URING_NONE || !(BPF_CORE_READ(t, flags) & IOSTACK_PF_IO_WORKER))
+		return;
+	if (bpf_core_field_exists(t->worker_private))
+		w = BPF_CORE_READ(t, worker_private);
+	else
+		w = BPF_CORE_READ((struct task_struct___5_15 *)t, pf_io_worker);
+	if (!w || !bpf_core_field_exists(w->cur_work))
+		return;
+	work = (__u64)BPF_CORE_READ(w, cur_work);
+	if (!work)
+		return;
+	o->req_a = work - bpf_core_field_offset(struct io_kiocb, work);
+	o->req_b = 0;
+	if (uring_abi == URING_5_15) {
+		old = (void *)o->req_a;
+		o->req_a = (__u64)BPF_CORE_READ(old, ctx);
+		o->req_b = BPF_CORE_READ(old, user_data);
+	}
+}
 
 /* A bio enters the block layer in its submitter's context: the call in progress there, if any,
  * submitted it (its thread's entry is bound to it, for the requests that end while it runs). */
@@ -548,6 +613,7 @@ static __always_inline bool bio_origin_call(struct bio_origin *o)
 	struct call_state *st = current_call();
 	__u64 id;
 
+	origin_worker_request(o);
 	if (!st)
 		return true;
 	id = call_id(current_tid(), st->seq);
@@ -774,8 +840,10 @@ static __always_inline int on_complete(struct request *rq, __u32 nr_bytes, bool 
 			__sync_fetch_and_add(&waited[kind], 1);
 		credit_flushes_of(0);
 	}
-	/* An io_uring request waited for it (its direct I/O). */
-	if (uring_request_io_ended(bio_nr, m->issue, now) && !m->waited) {
+	/* An io_uring request waited for it (its direct I/O, or what a worker made for it). */
+	if ((uring_request_io_ended(bio_nr, m->issue, now) ||
+	     (known && worker_request_io_ended(first->req_a, first->req_b, m->issue, now))) &&
+	    !m->waited) {
 		m->waited = 1;
 		if (kind < KINDS)
 			__sync_fetch_and_add(&waited[kind], 1);
@@ -1135,10 +1203,6 @@ static __always_inline __u64 uring_user_data(struct io_kiocb *req)
 		return 0;
 	return BPF_CORE_READ(req, cqe.user_data);
 }
-
-/* PF_IO_WORKER (include/linux/sched.h): an io_uring thread of its application (an io-wq
- * worker, the SQPOLL thread). */
-#define IOSTACK_PF_IO_WORKER 0x00000010
 
 /* A request's submitter is selected. The SQPOLL thread (iou-sqp-PID, a thread of the
  * application since 5.12 and on Debian's 5.10) consumes the application's SQEs: -c names the

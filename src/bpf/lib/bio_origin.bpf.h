@@ -60,6 +60,10 @@ struct bio_origin {
 	__u64 held_ns;   /* how long blk-throttle held it (ORIGIN_F_HELD) */
 	__u64 data_issue; /* a flush-sequenced request's data step: issued and done (0: none) */
 	__u64 data_end;
+	/* The io_uring request an io-wq worker submitted it for (the tool's key of it: iostack's
+	 * bio_origin_call), else 0. */
+	__u64 req_a;
+	__u64 req_b;
 	__u32 pid;       /* the submitter as the tool's pid namespace numbers it (shown) */
 	__u32 tid;
 	__u32 gtid;      /* the submitter's thread id in the initial namespace (matched) */

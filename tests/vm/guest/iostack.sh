@@ -548,7 +548,9 @@ fi
 # for its block), so by construction the k-th waits for it at least (k-1) delays less how much
 # later than the first it was handed over (at most `submit`): 6 delays less 3 `submit`s for the
 # 4. Each is read after it is taken (a delay at least), so their waits are at most their time
-# less 4 delays, and their time lies inside the helper's own clock.
+# less 4 delays, and their time lies inside the helper's own clock. Each read's one block I/O is
+# the worker's, made for the request it runs (its io_worker's cur_work): 4 block I/Os, on the
+# device at least 4 delays.
 if delayed_disk uring-worker-wait; then
   start_logged "$IOSTACK_WORK/uwq.wl" "$helpers/io_patterns" uring-worker-queue "/dev/$delayed" 4
   uwq=$started
@@ -561,6 +563,8 @@ if delayed_disk uring-worker-wait; then
     punted=$(req_field uwq io_uring read punted)
     sum=$(req_field uwq io_uring read latency.sum_ns)
     waited=$(req_field uwq io_uring read worker_wait_ns)
+    ios=$(req_field uwq io_uring read ios)
+    dev=$(req_field uwq io_uring read device_ns)
     parts=0
     for k in worker_wait_ns to_device_ns device_ns between_io_ns after_io_ns no_io_ns; do
       parts=$((parts + $(req_field uwq io_uring read "$k" | grep . || echo 0)))
@@ -568,10 +572,11 @@ if delayed_disk uring-worker-wait; then
     own=$(awk '$1 == "thread" && $3 == "read" && $4 == 4 { print $5 }' "$IOSTACK_WORK/uwq.wl")
     submit=$(awk '$1 == "submitted" { print $4 }' "$IOSTACK_WORK/uwq.wl")
     unsplit=$("$flat" "$(out_of uwq)" | awk '$1 == "0.worker_wait_not_split" && $2 != "null" { $1 = ""; print }')
-    detail="4 buffered reads queued for one io-wq worker, handed over in ${submit:-?} ns: ${reqs:-no} requests, ${punted:-no} punted, ${sum:-0} ns (by their own clock ${own:-none} ns), its parts ${parts} ns, waiting for a worker ${waited:-0} ns (by construction at least $((6 * delay_ns - 3 * ${submit:-0})), at most $((${sum:-0} - 4 * delay_ns)))${unsplit:+; not split:$unsplit}"
+    detail="4 buffered reads queued for one io-wq worker, handed over in ${submit:-?} ns: ${reqs:-no} requests, ${punted:-no} punted, ${sum:-0} ns (by their own clock ${own:-none} ns), its parts ${parts} ns, ${ios:-no} block I/Os, on the device ${dev:-0} ns, waiting for a worker ${waited:-0} ns (by construction at least $((6 * delay_ns - 3 * ${submit:-0})), at most $((${sum:-0} - 4 * delay_ns)))${unsplit:+; not split:$unsplit}"
     log "uring-worker-wait: $detail; $(cat "$IOSTACK_WORK/uwq.wl")"
     if [ "$ran" = 0 ] && [ "${reqs:-0}" = 4 ] && [ "${punted:-0}" = 4 ] && [ "$parts" = "${sum:-x}" ] &&
       [ -n "$own" ] && [ "${sum:-0}" -le "$own" ] && [ -n "$submit" ] && [ -z "$unsplit" ] &&
+      [ "${ios:-0}" = 4 ] && [ "${dev:-0}" -ge $((4 * delay_ns)) ] &&
       [ "${waited:-0}" -ge $((6 * delay_ns - 3 * submit)) ] && [ "${waited:-0}" -le $((${sum:-0} - 4 * delay_ns)) ]; then
       pass uring-worker-wait "$detail"
     else
