@@ -30,6 +30,7 @@ const MUTANTS: &[&str] = &[
     "URING_DEVICE_AS_QUEUE",
     "CHAIN_NOT_PASSED",
     "URING_PUNT_LOST",
+    "URING_WORKER_IO_UNLINKED",
 ];
 
 fn main() {

@@ -683,6 +683,46 @@ fn per_process_and_per_cgroup_hold_exactly_the_io_uring_requests_fio_made() {
 /// to an io-wq worker (io_uring_queue_async_work), which issues it; iostack follows each from
 /// its submission in fio's thread through the worker to its completion entry, counted as fio
 /// counts them, each one punted, its block I/O leading back to it.
+/// fio's buffered io_uring reads of a disk it evicted first, each handed to an io-wq worker
+/// (`force_async=1`), readahead off (`fadvise_hint=random`: a read brings in its one page):
+/// the worker reads each page itself, in one block I/O it submits for the request it runs.
+/// iostack's requests and their block I/Os are fio's reads, exactly, and the parts add up.
+#[test]
+fn buffered_io_uring_reads_a_worker_makes_count_their_block_io() {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    let cg = Cgroup2::new("fio");
+    let ios = 30;
+    let (r, out, _) = fio_under_iostack(
+        &["-c", "fio", "-d", &dev.name],
+        &cg,
+        &dev,
+        ios,
+        "--ioengine=io_uring --iodepth=4 --force_async=1 --direct=0 --fadvise_hint=random --invalidate=1",
+    );
+    assert_eq!(r["request_drops"]["no_start"], 0, "{out}");
+    let row = r["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["interface"] == "io_uring" && row["op"] == "read")
+        .unwrap_or_else(|| panic!("no io_uring reads: {out}"))
+        .clone();
+    eprintln!("buffered, force_async=1: {row}");
+    assert_eq!(row["requests"], ios, "fio's reads: {row}");
+    assert_eq!(row["punted"], ios, "each handed to a worker: {row}");
+    assert_eq!(
+        row["ios"], ios,
+        "each one block I/O the worker made for it: {row}"
+    );
+    assert_eq!(
+        request_parts(&row),
+        row["latency"]["sum_ns"].as_u64().unwrap(),
+        "{row}"
+    );
+}
+
 /// fio's io_uring reads with `sqthread_poll=1`: the kernel's SQPOLL thread (`iou-sqp-PID`, a
 /// thread of fio's, not named fio) consumes every SQE, and `-c fio` still follows each one to
 /// its completion, with its block I/O, as fio counted them.

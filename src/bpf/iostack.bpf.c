@@ -613,7 +613,11 @@ static __always_inline bool bio_origin_call(struct bio_origin *o)
 	struct call_state *st = current_call();
 	__u64 id;
 
+#ifndef IOSTACK_MUTANT_URING_WORKER_IO_UNLINKED
 	origin_worker_request(o);
+#else
+	/* Mutant: a bio an io-wq worker submits carries no request. */
+#endif
 	if (!st)
 		return true;
 	id = call_id(current_tid(), st->seq);
