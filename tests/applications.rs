@@ -683,44 +683,58 @@ fn per_process_and_per_cgroup_hold_exactly_the_io_uring_requests_fio_made() {
 /// to an io-wq worker (io_uring_queue_async_work), which issues it; iostack follows each from
 /// its submission in fio's thread through the worker to its completion entry, counted as fio
 /// counts them, each one punted, its block I/O leading back to it.
+/// fio's `ios` 4 KiB random io_uring reads (iodepth 4, and `options`) of a loop device of its
+/// own, from a cgroup of its own, under `iostack -c fio -d DEV -j`: every request fio counted
+/// is followed from its submission to its completion entry, none was in flight unseen, each
+/// has one block I/O of its own, and the parts add up. iostack's report, its row of io_uring
+/// reads, and fio's reads' figures.
+fn fio_io_uring_row(what: &str, ios: u64, options: &str) -> (Value, Value, Value) {
+    let _g = serial();
+    require_root();
+    let dev = LoopDevice::new(64);
+    let cg = Cgroup2::new("fio");
+    let (r, out, fio) = fio_under_iostack(
+        &["-c", "fio", "-d", &dev.name],
+        &cg,
+        &dev,
+        ios,
+        &format!("--ioengine=io_uring --iodepth=4 {options}"),
+    );
+    assert_eq!(r["request_drops"]["no_start"], 0, "{what}: {out}");
+    let row = r["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["interface"] == "io_uring" && row["op"] == "read")
+        .unwrap_or_else(|| panic!("{what}: no io_uring reads: {out}"))
+        .clone();
+    eprintln!("{what}: {row}");
+    assert_eq!(row["requests"], ios, "{what}: fio's reads: {row}");
+    assert_eq!(
+        row["ios"], ios,
+        "{what}: each one block I/O of its own: {row}"
+    );
+    assert_eq!(
+        request_parts(&row),
+        row["latency"]["sum_ns"].as_u64().unwrap(),
+        "{what}: {row}"
+    );
+    (r, row, fio)
+}
+
 /// fio's buffered io_uring reads of a disk it evicted first, each handed to an io-wq worker
 /// (`force_async=1`), readahead off (`fadvise_hint=random`: a read brings in its one page):
 /// the worker reads each page itself, in one block I/O it submits for the request it runs.
 /// iostack's requests and their block I/Os are fio's reads, exactly, and the parts add up.
 #[test]
 fn buffered_io_uring_reads_a_worker_makes_count_their_block_io() {
-    let _g = serial();
-    require_root();
-    let dev = LoopDevice::new(64);
-    let cg = Cgroup2::new("fio");
     let ios = 30;
-    let (r, out, _) = fio_under_iostack(
-        &["-c", "fio", "-d", &dev.name],
-        &cg,
-        &dev,
+    let (_, row, _) = fio_io_uring_row(
+        "buffered, force_async=1",
         ios,
-        "--ioengine=io_uring --iodepth=4 --force_async=1 --direct=0 --fadvise_hint=random --invalidate=1",
+        "--force_async=1 --direct=0 --fadvise_hint=random --invalidate=1",
     );
-    assert_eq!(r["request_drops"]["no_start"], 0, "{out}");
-    let row = r["requests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|row| row["interface"] == "io_uring" && row["op"] == "read")
-        .unwrap_or_else(|| panic!("no io_uring reads: {out}"))
-        .clone();
-    eprintln!("buffered, force_async=1: {row}");
-    assert_eq!(row["requests"], ios, "fio's reads: {row}");
     assert_eq!(row["punted"], ios, "each handed to a worker: {row}");
-    assert_eq!(
-        row["ios"], ios,
-        "each one block I/O the worker made for it: {row}"
-    );
-    assert_eq!(
-        request_parts(&row),
-        row["latency"]["sum_ns"].as_u64().unwrap(),
-        "{row}"
-    );
 }
 
 /// fio's io_uring reads with `sqthread_poll=1`: the kernel's SQPOLL thread (`iou-sqp-PID`, a
@@ -728,34 +742,7 @@ fn buffered_io_uring_reads_a_worker_makes_count_their_block_io() {
 /// its completion, with its block I/O, as fio counted them.
 #[test]
 fn io_uring_requests_the_sqpoll_thread_submits_are_its_applications() {
-    let _g = serial();
-    require_root();
-    let dev = LoopDevice::new(64);
-    let cg = Cgroup2::new("fio");
-    let ios = 30;
-    let (r, out, fio) = fio_under_iostack(
-        &["-c", "fio", "-d", &dev.name],
-        &cg,
-        &dev,
-        ios,
-        "--ioengine=io_uring --iodepth=4 --sqthread_poll=1",
-    );
-    assert_eq!(r["request_drops"]["no_start"], 0, "{out}");
-    let row = r["requests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|row| row["interface"] == "io_uring" && row["op"] == "read")
-        .unwrap_or_else(|| panic!("no io_uring reads: {out}"))
-        .clone();
-    eprintln!("sqthread_poll=1: {row}");
-    assert_eq!(row["requests"], ios, "fio's reads: {row}");
-    assert_eq!(row["ios"], ios, "each one block I/O, leading to it: {row}");
-    assert_eq!(
-        request_parts(&row),
-        row["latency"]["sum_ns"].as_u64().unwrap(),
-        "{row}"
-    );
+    let (_, row, fio) = fio_io_uring_row("sqthread_poll=1", 30, "--sqthread_poll=1");
     // fio stamps a request's issue once it has committed its SQE and reaps its entry later
     // than the kernel posts it; the SQPOLL thread may take the SQE before fio's stamp (as at
     // iodepth 32 in fios_io_uring_requests_are_counted...: 50 us).
@@ -768,37 +755,14 @@ fn io_uring_requests_the_sqpoll_thread_submits_are_its_applications() {
     );
 }
 
+/// fio's O_DIRECT io_uring reads with `force_async=1` (IOSQE_ASYNC on each): the kernel hands
+/// every one to an io-wq worker, which issues it; each is followed through the worker, its
+/// block I/O leading to it as an inline one's does.
 #[test]
 fn io_uring_requests_a_worker_issues_are_followed_through_the_worker() {
-    let _g = serial();
-    require_root();
-    let dev = LoopDevice::new(64);
-    let cg = Cgroup2::new("fio");
     let ios = 30;
-    let (r, out, _) = fio_under_iostack(
-        &["-c", "fio", "-d", &dev.name],
-        &cg,
-        &dev,
-        ios,
-        "--ioengine=io_uring --iodepth=4 --force_async=1",
-    );
-    assert_eq!(r["request_drops"]["no_start"], 0, "{out}");
-    let row = r["requests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|row| row["interface"] == "io_uring" && row["op"] == "read")
-        .unwrap_or_else(|| panic!("no io_uring reads: {out}"))
-        .clone();
-    eprintln!("force_async=1: {row}");
-    assert_eq!(row["requests"], ios, "fio's reads: {row}");
+    let (r, row, _) = fio_io_uring_row("force_async=1", ios, "--force_async=1");
     assert_eq!(row["punted"], ios, "each handed to a worker: {row}");
-    assert_eq!(row["ios"], ios, "each one block I/O, leading to it: {row}");
-    assert_eq!(
-        request_parts(&row),
-        row["latency"]["sum_ns"].as_u64().unwrap(),
-        "{row}"
-    );
     // A worker's taking of a request is seen only where io_wq_submit_work can be hooked (the
     // matrix's uring-worker-wait holds that part to a queue built for it); elsewhere (this
     // host: no kprobes, fentry refused) the report says why, and the wait stays in the part
